@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages qsa needs, only when one is missing, so it is
+# cheap to run before every build. Usage: scripts/setup.sh [--python]
+set -euo pipefail
+
+packages=(g++ cmake ninja-build pkg-config libeigen3-dev libhdf5-dev libcli11-dev libfmt-dev
+          libgtest-dev libgmock-dev libbenchmark-dev)
+if [[ "${1:-}" == "--python" ]]; then
+  packages+=(python3 python3-numpy python3-h5py python3-matplotlib)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 2; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
