@@ -1,0 +1,164 @@
+// The one table of test tolerances. Each bound carries the formula that
+// justifies it; tests name an entry, never a literal.
+#pragma once
+
+#include <cmath>
+
+#include "reference/core/float_formats.hpp"
+
+namespace qsa::tol {
+
+// ---- codecs -------------------------------------------------------------
+// (bounds for bf16/fp16/fp8/Octave round trips)
+
+// The bf16/fp16/fp8 codecs are checked bit-exactly (they are correctly rounded
+// by definition), so only Octave, the WHT and the RNG need bounds.
+inline constexpr double kCodecFp64Eps = 0x1p-52;  // fp64 machine epsilon (ulp of 1.0)
+
+// Octave, aggregate relative L2 error (sqrt(sum |x - x'|^2 / sum |x|^2) over
+// every block of one bit width in a batch of N(0,1) tokens). The Lloyd-Max
+// centroid condition gives E[u c] = E[c^2] = 1 - D, so the dot-preserving
+// scale s = |y|^2 / (y . c) ~ 1 / (1 - D) leaves a relative MSE of D / (1 - D):
+// D = 0.0345 (3 bits) -> rel-L2 0.189, D = 0.0095 (4 bits) -> 0.098 (measured:
+// 0.184-0.188 and 0.095-0.096 over 10^5 blocks). With >= 4096 values per
+// aggregate its sampling spread is ~1%, so ~12-15% margin only fails on a real
+// regression (a wrong codebook entry or a mis-scaled block moves it by more).
+inline constexpr double kOctaveRelL2Bits3 = 0.21;
+inline constexpr double kOctaveRelL2Bits4 = 0.11;
+
+// Octave, any single block: a gross-error catch (wrong signs, wrong block
+// offsets, swapped scales give rel-L2 ~1 or more). Heavy tails from values past
+// the outermost codebook entry make single blocks noisy: over 10^5 N(0,1)
+// blocks of 64 dims the worst seen was 0.39 (3 bits) and 0.28 (4 bits), p99.99
+// 0.34 and 0.22; these bounds sit above that.
+inline constexpr double kOctaveBlockRelL2Bits3 = 0.5;
+inline constexpr double kOctaveBlockRelL2Bits4 = 0.35;
+
+// Octave scale property x . x' = |x|^2 per block: only the fp16 rounding of s
+// (relative <= 2^-11 = kFp16Eps / 2) breaks it, plus fp64 rounding in the two
+// WHTs and the dot products (~log2(n) + n ulps, far below 2^10 ulps).
+inline constexpr double kOctaveDotRel = 0.5 * kFp16Eps + 1024.0 * kCodecFp64Eps;
+
+// Walsh-Hadamard in fp64, relative L2: each of log2(n) butterfly stages and the
+// final scaling adds at most ~1 ulp per element (normwise); 4 ulps per stage
+// for n <= 1024 leaves margin.
+inline constexpr double kWhtRelL2 = 4.0 * 11.0 * kCodecFp64Eps;
+
+// RNG moments over n samples, as k standard errors (k = 5: a fixed-seed test
+// that a correct generator fails with probability ~6e-7).
+//  mean of U[0,1): se = sqrt(1/12 / n); mean of N(0,1): se = 1/sqrt(n);
+//  variance of N(0,1): se = sqrt(2 / n) (fourth moment 3).
+inline constexpr double kRngSigmas = 5.0;
+inline double rng_uniform_mean_tol(double n) { return kRngSigmas * std::sqrt(1.0 / 12.0 / n); }
+inline double rng_normal_mean_tol(double n) { return kRngSigmas / std::sqrt(n); }
+inline double rng_normal_var_tol(double n) { return kRngSigmas * std::sqrt(2.0 / n); }
+
+// ---- reference stages ---------------------------------------------------
+
+// Block scores (select), fp64 against a plainly ordered fp64 formula. Each
+// order of a d-term dot is within gamma_d * sum|q_i k_i| of the exact value
+// (gamma_n ~ n * u, u = 2^-53); ReLU is 1-Lipschitz, the H_I-term head sum
+// adds gamma_H and the scale one u. Two orders therefore differ by at most
+// 2 * (d + H_I + 1) * u * s * sum_h sum_i |q_hi k_i|; one extra u per term
+// absorbs the second-order parts of gamma_n.
+inline double select_score_tol(double scaled_abs_sum, int dim, int heads) {
+  return 2.0 * (dim + heads + 2) * 0x1p-53 * scaled_abs_sum;
+}
+
+// -- projection, Gemma RMSNorm, RoPE (tests/reference/{projection,rms_norm,rope}_test.cpp) --
+// u = 2^-53 is the fp64 unit roundoff.
+
+// An n-term fp64 dot product in two summation orders (Eigen's blocked GEMM vs
+// a naive loop): each lies within gamma_n = n*u/(1 - n*u) of the exact sum,
+// relative to sum_k |x_k w_k|, so they differ by at most 2*gamma_n; (n + 1)
+// absorbs the 1/(1 - n*u) factor for n*u << 1.
+inline double projection_dot_tol(int n, double abs_sum) {
+  return 2.0 * (n + 1) * 0x1p-53 * abs_sum;
+}
+
+// Gemma RMSNorm per element, relative, against the same formula evaluated in
+// another order: the n-term sum of squares (n*u), mean, +eps, sqrt (half of
+// the relative error under it, plus u), division, (1 + w) and product
+// (a few u): <= (n + 8)*u.
+inline double rms_norm_rel_tol(int n) { return (n + 8) * 0x1p-53; }
+// |mean(y^2) - 1| for a unit-gain row (w = 0, eps = 0): 2 * rel(y) for the
+// squares plus n*u for their sum, <= 3 * rms_norm_rel_tol(n).
+inline double rms_norm_unit_mean_sq_tol(int n) { return 3.0 * rms_norm_rel_tol(n); }
+
+// RoPE in exact mode against the closed form, per rotated value relative to
+// the pair's norm: the angle pos * theta^(-2j/R) carries <= 2 ulps (pow, then
+// the product), so cos/sin err <= 2u*|angle| + u (libm within 1 ulp); the two
+// products and the sum add 2u; both sides err: 2 * (2|angle| + 3)u <= 8u(1 + |angle|).
+inline double rope_closed_form_tol(double angle) { return 8.0 * 0x1p-53 * (1.0 + angle); }
+
+// RoPE norm preservation in exact mode, relative on |x|^2 over n rotated dims:
+// c^2 + s^2 = 1 within ~4u, each rotated value within ~3u of its pair norm,
+// and two n-term sums of squares (n*u each): <= (2n + 16)u.
+inline double rope_norm_rel_tol(int n) { return (2 * n + 16) * 0x1p-53; }
+
+// RoPE relative-position property q(m)·k(n) = q(m+d)·k(n+d), relative to
+// |q||k|: every cos/sin err <= 2u*max_angle + u (see above) on either vector,
+// both dot products err n*u: (4 * max_angle + 8 + 2n)u.
+inline double rope_relative_dot_tol(int n, double max_angle) {
+  return (4.0 * max_angle + 8.0 + 2.0 * n) * 0x1p-53;
+}
+
+// fp32 inv_freq = f32(1 / f32(theta^(2j/R))): two fp32 roundings of 2^-24
+// each; the fp64 pow's own error (~2^-52) sits far inside the 2^-40 slack.
+// The bf16 variant adds one bf16 rounding (half its eps).
+inline constexpr double kRopeFp32InvFreqRel = kFp32Eps + 0x1p-40;
+inline constexpr double kRopeBf16InvFreqRel = 0.5 * kBf16Eps + kRopeFp32InvFreqRel;
+
+// fp32 angles vs exact, worst pair, theta = 1e7, R = 64 (spec section 3). At a
+// power-of-two position f32(pos) * inv_freq is exact, so only inv_freq's
+// rounding shows: <= 262144 * inv_j * 2^-23 (1.1e-2 for pair 2), measured
+// 4.5e-3 rad (pair 2). The spec's
+// 8.9e-3 / 1.4e-4 are the worst over positions up to 262K / 4K, where the
+// product's rounding (half an ulp of a ~1.6e5 angle = 7.8e-3) adds; measured
+// 8.85e-3 at 261361 and 1.37e-4 up to 4096. The window [1e-3, 2e-2] sits a
+// factor >= 2 from both and fails on exact angles (0) or on a bf16 inv_freq
+// (~2^-9 relative, ~1e2 rad); at 4096 the bound is 7x the worst seen.
+inline constexpr double kRopeFp32AngleErrMin262k = 1e-3;
+inline constexpr double kRopeFp32AngleErrMax262k = 2e-2;
+inline constexpr double kRopeFp32AngleErrMax4k = 1e-3;
+
+// hf-eager per-op rounding vs the unrounded rotation, per value, relative to
+// |x_a| + |x_b| of its pair: round(x*c) and round(rot*s) err 2^-9 of their
+// magnitudes (<= |x_a| + |x_b| together), the rounded sum 2^-9 of itself:
+// <= 2^-8 (1 + 2^-9) < kBf16Eps.
+inline constexpr double kRopePerOpRel = kBf16Eps;
+
+// -- main KV cache, attention, gate (tests/reference/{kv_cache,attention,gate}_test.cpp) --
+
+// fp8 KV round trip, stored fp8(x / scale) and read back times scale: a normal
+// fp8 value is within half its ulp, 2^-4 = kFp8Eps / 2 relative; below the
+// normal range the spacing is fixed at 2^-9 (e4m3fn) or 2^-10 (e4m3fnuz), so
+// half of the larger, 2^-10, in units of the scale.
+inline double fp8_kv_tol(double x, double scale) {
+  return 0.5 * kFp8Eps * std::fabs(x) + 0x1p-10 * scale;
+}
+
+// Attention in fp64, two evaluation orders (Eigen GEMMs vs naive loops, or the
+// ids reversed), per output element relative to max_j |V_j| over the row's
+// tokens. A D-term logit dot errs <= D*u*sum|q_d k_d|, and for N(0,1) data
+// sum|q_d k_d| * D^-1/2 <= ~10 up to D = 256 (expected 0.64*sqrt(D)), so each
+// logit errs <= 2560u; exp passes that on as a relative weight error, the sum
+// of n <= 128 weights adds n*u, and the PV sum another n*u relative to
+// max|V|: 2*(2560 + 2*128)u ~ 5600u for two orders; 2^13 u (~9.1e-13) covers it.
+inline constexpr double kAttentionFp64Rel = 0x1p13 * 0x1p-53;
+
+// bf16 attention probabilities (engine: bf16(exp(s - max)) over an unrounded
+// sum; hf-eager: bf16(P)) against unrounded P: every weight moves by at most
+// half a bf16 ulp relative (2^-8 = kBf16Eps / 2), so |dA| <= 2^-8 sum_j P_j |V_j|
+// <= 2^-8 max_j |V_j|, plus the fp64 evaluation slack above.
+inline constexpr double kAttentionBf16PRel = 0.5 * kBf16Eps + kAttentionFp64Rel;
+
+// Gate against the same formula written out: exp (<= 1 ulp in glibc), the
+// sum, the division and the product each add <= 1 u per side: 8u.
+inline constexpr double kGateFp64Rel = 8.0 * 0x1p-53;
+
+// A bf16-rounded sigmoid is within half a bf16 ulp, relative, of the exact one
+// (2^-8 = kBf16Eps / 2), plus the fp64 sigmoid's own few u.
+inline constexpr double kGateBf16SigmoidRel = 0.5 * kBf16Eps + kGateFp64Rel;
+
+}  // namespace qsa::tol
