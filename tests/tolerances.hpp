@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "reference/core/float_formats.hpp"
+#include "reference/core/fp8.hpp"
 
 namespace qsa::tol {
 

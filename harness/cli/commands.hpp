@@ -1,0 +1,41 @@
+// Subcommand registration. Each add_*_command wires its options and a
+// callback that runs the job and stores the exit code in the context.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "reference/core/config.hpp"
+
+namespace qsa::cli {
+
+struct CommandContext {
+  int argc;
+  char** argv;
+  int exit_code = 0;
+  std::string command_line() const;  // shell-quoted, for "reproduce with:" lines
+};
+
+// Options shared by every command that builds a QsaConfig.
+struct ConfigOptions {
+  std::string preset = "tiny";
+  std::string profile;
+  std::string kv_dtype;
+  std::string indexer_dtype;
+  std::string fp8_flavor;
+  std::string score_scale;
+  std::optional<int> budget;
+  std::optional<int> ratio;
+  std::optional<int> page_size;
+  std::optional<int> speculative;
+  bool count_column = false;
+};
+void add_config_options(CLI::App& cmd, ConfigOptions& o);
+QsaConfig build_config(const ConfigOptions& o);  // validated; ConfigError otherwise
+
+void add_example_command(CLI::App& app, CommandContext& ctx);
+void add_config_command(CLI::App& app, CommandContext& ctx);
+
+}  // namespace qsa::cli
