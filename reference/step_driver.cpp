@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "reference/attention.hpp"
@@ -44,6 +45,21 @@ void norm_and_rope(const QsaConfig& c, const StepLayout& l, const TensorD& w, in
   apply_rope(make_rope_params(c, heads, dim), l.rope_pos, x);
 }
 
+// Records the wall time since the previous mark under `phase`.
+class PhaseClock {
+ public:
+  explicit PhaseClock(StepOutputs& o) : o_(o), last_(std::chrono::steady_clock::now()) {}
+  void mark(const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    o_.seconds.emplace_back(phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  StepOutputs& o_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 void check_hidden(const QsaConfig& c, const StepLayout& l, const TensorD& hidden) {
   require_shape(hidden, {l.num_tokens, c.hidden_size}, "hidden states");
 }
@@ -65,6 +81,7 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
   const QsaConfig& c = config_;
   const LayerWeights& w = weights_;
   StepOutputs o;
+  PhaseClock clock(o);
   o.layout = derive_step_layout(c, geometry_, meta);
   const StepLayout& l = o.layout;
   check_hidden(c, l, hidden);
@@ -88,6 +105,7 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
   o.v = TensorD({T, G, D});
   o.v.data = std::move(v.data);
   for (TensorD* x : {&o.index_q, &o.raw_keys, &o.q, &o.gate, &o.k, &o.v}) zero_padding(l, *x);
+  clock.mark("projections");
 
   // 2. Norms, RoPE, indexer dtype.
   const CompressParams cp = make_compress_params(c);
@@ -95,6 +113,7 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
   for (double& x : o.index_q.data) x = quantize_indexer(cp, x);
   norm_and_rope(c, l, w.q_norm, H, D, o.q);
   norm_and_rope(c, l, w.k_norm, G, D, o.k);
+  clock.mark("norm+rope");
 
   // 3. Main KV cache writes (before attention: a chunk attends to itself).
   for (int64_t t = 0; t < l.num_valid_tokens; ++t) kv_.write(l.main_slot[t], l.pos[t], o.k.row(t), o.v.row(t));
@@ -103,6 +122,7 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
   o.compressed = compress_completed_groups(cp, make_rms_norm_params(c, 1, dI), make_rope_params(c, 1, dI),
                                            w.index_k_norm, l, o.raw_keys, ring_, compressed_);
   write_ring(l, o.raw_keys, ring_);
+  clock.mark("caches+pooling");
 
   // 6. Selection.
   const ExpandParams ep = make_expand_params(c);
@@ -124,13 +144,17 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
     if (l.num_reqs > 0) mtp_ = save_mtp_rows(l, o.block_ids, o.block_scores, o.token_idx);
   }
 
+  clock.mark("select+expand");
+
   // 7. Attention, gate, output projection.
   sparse_attention(make_attention_params(c), o.q, o.token_idx, l, kv_, o.attn);
+  clock.mark("attention");
   apply_gate(make_gate_params(c), o.attn, o.gate, o.gated);
   zero_padding(l, o.gated);
   TensorD gated_flat({T, int64_t{H} * D});
   gated_flat.data = o.gated.data;
   project(make_projection_params(c, T, H * D, c.hidden_size), gated_flat, w.o_proj, o.out);
+  clock.mark("gate+o_proj");
   return o;
 }
 

@@ -18,6 +18,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "reference/compress.hpp"
 #include "reference/core/config.hpp"
@@ -43,6 +46,7 @@ struct StepOutputs {
   TensorD attn;            // [T, H, D] attention output (before the gate)
   TensorD gated;           // [T, H, D]
   TensorD out;             // [T, hidden] layer output (o_proj)
+  std::vector<std::pair<std::string, double>> seconds;  // wall time per phase, in order
 };
 
 // Rows saved for MTP reuse: one per request of the last selecting step.

@@ -41,6 +41,9 @@ int run_example(const ExampleArgs& a) {
                o.layout.num_tokens, o.layout.num_valid_tokens, sec);
     fmt::print("  selection: {}; {} compressed rows written\n", describe_selection(o, c.count_column),
                o.compressed.token.size());
+    std::string phases;
+    for (const auto& [phase, t] : o.seconds) phases += fmt::format(" {} {:.3f}s", phase, t);
+    fmt::print("  time:{}\n", phases);
     if (!a.quiet) fmt::print("{}\n", format_summaries(summarize_step(o)));
   }
   fmt::print("done: {} steps in {:.3f} s\n", run.steps.size(), total);
