@@ -99,6 +99,9 @@ void apply_profile(QsaConfig& config, PrecisionProfile profile) {
 
 int QsaConfig::ring_capacity() const {
   const int r = compress_ratio;
+  // Only meaningful for a config validate_config accepts; guard the loop so
+  // an invalid one cannot hang or divide by zero before validation runs.
+  if (r <= 0 || page_size <= 0 || page_size % r != 0 || speculative_tokens < 0) return 0;
   int c = r * ((r + speculative_tokens + r - 1) / r);
   while (page_size % c != 0) c += r;  // terminates at page_size because r divides it
   return c;
