@@ -239,7 +239,7 @@ PrecisionProfile parse_precision_profile(std::string_view s) { return kProfiles.
 
 std::string describe_config(const QsaConfig& c) {
   std::string out;
-  auto line = [&](const char* k, const auto& v) { out += fmt::format("{:<22} = {}\n", k, v); };
+  auto line = [&](const char* name, const auto& v) { out += fmt::format("{:<22} = {}\n", name, v); };
   line("hidden_size", c.hidden_size);
   line("heads (H / G)", fmt::format("{} / {}", c.num_heads, c.num_kv_heads));
   line("head_dim", c.head_dim);
@@ -257,7 +257,17 @@ std::string describe_config(const QsaConfig& c) {
   line("fp8_flavor", to_string(c.fp8_flavor));
   line("count_column", c.count_column);
   line("profile", to_string(c.profile));
+  const PrecisionKnobs& k = c.precision;
+  line("  round_storage", k.round_storage);
+  line("  angle / cos_sin", fmt::format("{} / {}", to_string(k.angle), to_string(k.cos_sin)));
+  line("  rope_per_op_rounding", k.rope_per_op_rounding);
+  line("  round_logits_bf16", k.round_logits_bf16);
+  line("  p_rounding", to_string(k.p_rounding));
+  line("  round_sigmoid_bf16", k.round_sigmoid_bf16);
+  line("rms_norm_eps", c.rms_norm_eps);
   line("kv_dtype", to_string(c.kv_dtype));
+  if (c.kv_dtype == KvDtype::kFp8) line("k_scale / v_scale", fmt::format("{} / {}", c.k_scale, c.v_scale));
+  if (c.kv_is_octave()) line("octave window / sinks", fmt::format("{} / {}", c.octave_window, c.octave_sinks));
   line("indexer_dtype", to_string(c.indexer_dtype));
   return out;
 }
