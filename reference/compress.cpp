@@ -68,6 +68,15 @@ CompressedRows compress_completed_groups(const CompressParams& p, const RmsNormP
   return out;
 }
 
+void overwrite_compressed_rows(const StageRecord& rec, CompressedCache& cache) {
+  const int64_t n = rec.comp_keys.empty() ? 0 : rec.comp_keys.dim(0);
+  if (rec.comp_slots.numel() != n || rec.comp_blocks.numel() != n)
+    throw InputError(fmt::format("recorded compressed rows: {} keys but {} slots and {} block ids", n,
+                                 rec.comp_slots.numel(), rec.comp_blocks.numel()));
+  require_shape(rec.comp_keys, {n, cache.dim()}, "recorded comp_keys");
+  for (int64_t i = 0; i < n; ++i) cache.write(rec.comp_slots.at(i), rec.comp_blocks.at(i), rec.comp_keys.row(i));
+}
+
 void write_ring(const StepLayout& l, const TensorD& raw_keys, RawKeyRing& ring) {
   for (int64_t t = 0; t < l.num_tokens; ++t) {
     if (l.ring_slot[t] < 0) continue;

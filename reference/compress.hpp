@@ -18,6 +18,7 @@
 #include "reference/core/step_layout.hpp"
 #include "reference/core/tensor.hpp"
 #include "reference/side_caches.hpp"
+#include "reference/stage_record.hpp"
 
 namespace qsa {
 
@@ -38,6 +39,10 @@ CompressedRows compress_completed_groups(const CompressParams& p, const RmsNormP
                                          const RopeParams& rope, const TensorD& k_norm,
                                          const StepLayout& layout, const TensorD& raw_keys,
                                          const RawKeyRing& ring, CompressedCache& cache);
+
+// Isolated replay: writes a producer's recorded compressed rows (keys at
+// their recorded slots and block ids) over the ones the step computed.
+void overwrite_compressed_rows(const StageRecord& recorded, CompressedCache& cache);
 
 // Writes the last C raw keys of each request (layout.ring_slot >= 0).
 void write_ring(const StepLayout& layout, const TensorD& raw_keys, RawKeyRing& ring);

@@ -60,6 +60,15 @@ class PhaseClock {
   std::chrono::steady_clock::time_point last_;
 };
 
+// The value later stages use: the feed's when it recorded one (shape-checked
+// against the driver's own), else the driver's.
+template <class T>
+const Tensor<T>& fed(const Tensor<T>& own, const Tensor<T>* recorded, const char* stage) {
+  if (recorded == nullptr || recorded->empty()) return own;
+  require_shape(*recorded, own.shape, std::string("recorded ") + stage);
+  return *recorded;
+}
+
 void check_hidden(const QsaConfig& c, const StepLayout& l, const TensorD& hidden) {
   require_shape(hidden, {l.num_tokens, c.hidden_size}, "hidden states");
 }
@@ -77,7 +86,7 @@ StepDriver::StepDriver(const QsaConfig& config, LayerWeights weights, const Cach
   validate_weights(config_, weights_);
 }
 
-StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
+StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden, const StageRecord* feed) {
   const QsaConfig& c = config_;
   const LayerWeights& w = weights_;
   StepOutputs o;
@@ -116,12 +125,17 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
   clock.mark("norm+rope");
 
   // 3. Main KV cache writes (before attention: a chunk attends to itself).
-  for (int64_t t = 0; t < l.num_valid_tokens; ++t) kv_.write(l.main_slot[t], l.pos[t], o.k.row(t), o.v.row(t));
+  const TensorD& k_used = fed(o.k, feed ? &feed->k : nullptr, "k");
+  const TensorD& v_used = fed(o.v, feed ? &feed->v : nullptr, "v");
+  for (int64_t t = 0; t < l.num_valid_tokens; ++t)
+    kv_.write(l.main_slot[t], l.pos[t], k_used.row(t), v_used.row(t));
 
   // 4-5. Pool completed groups from the pre-step ring, then update the ring.
+  const TensorD& raw_used = fed(o.raw_keys, feed ? &feed->raw_keys : nullptr, "raw_keys");
   o.compressed = compress_completed_groups(cp, make_rms_norm_params(c, 1, dI), make_rope_params(c, 1, dI),
-                                           w.index_k_norm, l, o.raw_keys, ring_, compressed_);
-  write_ring(l, o.raw_keys, ring_);
+                                           w.index_k_norm, l, raw_used, ring_, compressed_);
+  if (feed != nullptr && !feed->comp_keys.empty()) overwrite_compressed_rows(*feed, compressed_);
+  write_ring(l, raw_used, ring_);
   clock.mark("caches+pooling");
 
   // 6. Selection.
@@ -132,27 +146,33 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden) {
     const SelectParams sp = make_select_params(c);
     o.block_ids = TensorI32({T, sp.blocks_budget}, -1);
     o.block_scores = TensorD({T, sp.blocks_budget}, -std::numeric_limits<double>::infinity());
+    const TensorD& index_q_used = fed(o.index_q, feed ? &feed->index_q : nullptr, "index_q");
     for (int i = 0; i < l.num_reqs; ++i) {
       int32_t max_visible = 0;
       for (int64_t t = l.row_begin(i); t < l.row_end(i); ++t)
         max_visible = std::max(max_visible, l.visible_blocks[t]);
       const TensorD kc = gather_compressed_keys(l, i, max_visible, compressed_);
-      select_rows(sp, o.index_q, l.visible_blocks, l.row_begin(i), l.row_end(i), kc, o.block_ids,
+      select_rows(sp, index_q_used, l.visible_blocks, l.row_begin(i), l.row_end(i), kc, o.block_ids,
                   o.block_scores);
     }
-    expand_rows(ep, o.block_ids, l.pos, o.token_idx);
-    if (l.num_reqs > 0) mtp_ = save_mtp_rows(l, o.block_ids, o.block_scores, o.token_idx);
+    const TensorI32& ids_used = fed(o.block_ids, feed ? &feed->block_ids : nullptr, "block_ids");
+    expand_rows(ep, ids_used, l.pos, o.token_idx);
+    if (l.num_reqs > 0)
+      mtp_ = save_mtp_rows(l, ids_used, fed(o.block_scores, feed ? &feed->block_scores : nullptr, "block_scores"),
+                           fed(o.token_idx, feed ? &feed->token_idx : nullptr, "token_idx"));
   }
 
   clock.mark("select+expand");
 
   // 7. Attention, gate, output projection.
-  sparse_attention(make_attention_params(c), o.q, o.token_idx, l, kv_, o.attn);
+  sparse_attention(make_attention_params(c), fed(o.q, feed ? &feed->q : nullptr, "q"),
+                   fed(o.token_idx, feed ? &feed->token_idx : nullptr, "token_idx"), l, kv_, o.attn);
   clock.mark("attention");
-  apply_gate(make_gate_params(c), o.attn, o.gate, o.gated);
+  apply_gate(make_gate_params(c), fed(o.attn, feed ? &feed->attn : nullptr, "attn"),
+             fed(o.gate, feed ? &feed->gate : nullptr, "gate"), o.gated);
   zero_padding(l, o.gated);
   TensorD gated_flat({T, int64_t{H} * D});
-  gated_flat.data = o.gated.data;
+  gated_flat.data = fed(o.gated, feed ? &feed->gated : nullptr, "gated").data;
   project(make_projection_params(c, T, H * D, c.hidden_size), gated_flat, w.o_proj, o.out);
   clock.mark("gate+o_proj");
   return o;

@@ -27,6 +27,7 @@
 #include "reference/core/step_layout.hpp"
 #include "reference/kv_cache.hpp"
 #include "reference/side_caches.hpp"
+#include "reference/stage_record.hpp"
 #include "reference/weights.hpp"
 
 namespace qsa {
@@ -62,8 +63,11 @@ class StepDriver {
   StepDriver(const QsaConfig& config, LayerWeights weights, const CacheGeometry& geometry);
 
   // hidden: [T, hidden_size]. Throws InputError for bad metadata or reads of
-  // cache entries the steps so far never wrote.
-  StepOutputs run(const StepMetadata& meta, const TensorD& hidden);
+  // cache entries the steps so far never wrote. With a feed (isolated
+  // replay), every recorded stage value replaces the driver's own before
+  // later stages and the caches use it; the returned outputs are always the
+  // driver's own, so they can be compared with the feed.
+  StepOutputs run(const StepMetadata& meta, const TensorD& hidden, const StageRecord* feed = nullptr);
 
   const QsaConfig& config() const { return config_; }
   const LayerWeights& weights() const { return weights_; }
