@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages qsa needs, only when one is missing, so it is
-# cheap to run before every build. Usage: scripts/setup.sh [--python]
+# cheap to run before every build. Usage: scripts/setup.sh [--plots]
+# The Python tools (scripts/qsa_trace.py and its cross-language test) need
+# numpy and h5py, so those are part of the default set.
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libeigen3-dev libhdf5-dev libcli11-dev libfmt-dev
-          libgtest-dev libgmock-dev libbenchmark-dev)
-if [[ "${1:-}" == "--python" ]]; then
-  packages+=(python3 python3-numpy python3-h5py python3-matplotlib)
+          libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy python3-h5py)
+if [[ "${1:-}" == "--plots" ]]; then
+  packages+=(python3-matplotlib)
 fi
 
 missing=()

@@ -6,6 +6,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "reference/core/config.hpp"
 
@@ -35,7 +37,13 @@ struct ConfigOptions {
 void add_config_options(CLI::App& cmd, ConfigOptions& o);
 QsaConfig build_config(const ConfigOptions& o);  // validated; ConfigError otherwise
 
+// "name = value" lines of describe_config as pairs (for JSON output).
+std::vector<std::pair<std::string, std::string>> split_config(const std::string& described);
+
 void add_example_command(CLI::App& app, CommandContext& ctx);
 void add_config_command(CLI::App& app, CommandContext& ctx);
+void add_gen_command(CLI::App& app, CommandContext& ctx);
+void add_inspect_command(CLI::App& app, CommandContext& ctx);
+void add_replay_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace qsa::cli

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   qsa::cli::CommandContext ctx{argc, argv};
   qsa::cli::add_example_command(app, ctx);
   qsa::cli::add_config_command(app, ctx);
+  qsa::cli::add_gen_command(app, ctx);
+  qsa::cli::add_inspect_command(app, ctx);
+  qsa::cli::add_replay_command(app, ctx);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;
