@@ -25,6 +25,7 @@ struct ReplayArgs {
   std::string color = "auto";
   int step = -1;
   std::string stage;
+  std::string profile;
   int threads = 0;
   double max_memory_gib = 16;
   bool json = false;
@@ -35,7 +36,13 @@ int run_replay(const ReplayArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   TraceReadOptions ro;
   ro.max_bytes = static_cast<int64_t>(a.max_memory_gib * double(int64_t{1} << 30));
-  const Trace trace = read_trace(a.trace, ro);
+  Trace trace = read_trace(a.trace, ro);
+  if (!a.profile.empty()) {
+    // A what-if: replay under another precision profile than the recorded one
+    // (e.g. engine against a transformers bf16 trace) to see what it costs.
+    apply_profile(trace.config, parse_precision_profile(a.profile));
+    validate_config(trace.config);
+  }
   ReplayOptions o;
   o.mode = parse_replay_mode(a.mode);
   o.backend = a.backend;
@@ -77,6 +84,7 @@ void add_replay_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"auto", "same", "engine"}));
   cmd->add_option("--step", a->step, "compare only this step")->check(CLI::NonNegativeNumber);
   cmd->add_option("--stage", a->stage, "compare only this stage");
+  cmd->add_option("--profile", a->profile, "replay under this precision profile instead of the recorded one");
   cmd->add_flag("--json", a->json, "machine-readable report on stdout");
   cmd->add_option("--report", a->report, "also write a self-contained HTML report");
   cmd->add_flag("--force", a->force, "replace an existing report file");

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `qsa` binary: exit codes (0 pass, 1 differences,
+# 2 usage/input/I/O error) and the messages users see.
+# Usage: cli_test.sh CASE QSA_BIN SOURCE_DIR PYTHON
+set -uo pipefail
+case_name=$1 qsa=$2 src=$3 python=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# expect CODE REGEX CMD...: runs CMD, requires exit CODE and output matching REGEX.
+expect() {
+  local want=$1 pattern=$2
+  shift 2
+  local out code
+  out=$("$@" 2>&1)
+  code=$?
+  if [[ $code -ne $want ]]; then
+    printf 'FAIL: expected exit %s, got %s from: %s\n%s\n' "$want" "$code" "$*" "$out"
+    exit 1
+  fi
+  if ! grep -Eq -- "$pattern" <<<"$out"; then
+    printf 'FAIL: output of "%s" does not match /%s/:\n%s\n' "$*" "$pattern" "$out"
+    exit 1
+  fi
+  echo "ok: exit $code, /$pattern/ from: $*"
+}
+
+case $case_name in
+  replay_bundled)
+    for t in tiny-synthetic tiny-fp8 hf-bf16 hf-fp32 hf-fp32-mrope-r8; do
+      for mode in isolated chained; do
+        expect 0 ' 0 failed' "$qsa" replay "$src/data/$t.h5" --mode "$mode" --color never
+      done
+    done
+    # Negative control: the storage points alone do not reproduce transformers'
+    # bf16 eager rounding (spec section 11), and replay must say so.
+    expect 1 'attn .*FAIL' "$qsa" replay "$src/data/hf-bf16.h5" --mode chained --profile engine --color never ;;
+  replay_json_and_html)
+    expect 0 '"tensors"' "$qsa" replay "$src/data/tiny-synthetic.h5" --json
+    expect 0 '0 failed' "$qsa" replay "$src/data/tiny-synthetic.h5" --report "$work/r.html" --color never
+    grep -q '<table' "$work/r.html" || { echo "FAIL: no table in the HTML report"; exit 1; }
+    expect 2 'exists' "$qsa" replay "$src/data/tiny-synthetic.h5" --report "$work/r.html"
+    expect 0 '0 failed' "$qsa" replay "$src/data/tiny-synthetic.h5" --report "$work/r.html" --force ;;
+  replay_detects_difference)
+    cp "$src/data/tiny-synthetic.h5" "$work/t.h5"
+    "$python" - "$work/t.h5" <<'PY' || exit 1
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["steps/000002/outputs/out"]
+    x = d[...]
+    x[0, 5] += 1.0
+    del f["steps/000002/outputs/out"]
+    f.create_dataset("steps/000002/outputs/out", data=x.astype(np.float64))
+PY
+    expect 1 'repro: qsa replay .* --step 2 --stage out' "$qsa" replay "$work/t.h5" --mode chained --color never
+    expect 1 'row=0, dim=5' "$qsa" replay "$work/t.h5" --color never ;;
+  bad_input)
+    expect 2 'reproduce with' "$qsa" replay "$work/missing.h5"
+    expect 2 'README.md' "$qsa" replay "$src/README.md"
+    cp "$src/data/tiny-synthetic.h5" "$work/cut.h5"
+    truncate -s 100000 "$work/cut.h5"
+    expect 2 'cut.h5' "$qsa" replay "$work/cut.h5"
+    expect 2 'mode' "$qsa" replay "$src/data/tiny-synthetic.h5" --mode bogus
+    expect 2 'indexer_budget' "$qsa" example --budget 7
+    expect 2 'step 99' "$qsa" replay "$src/data/tiny-synthetic.h5" --step 99
+    expect 2 'not available' "$qsa" replay "$src/data/tiny-synthetic.h5" --backend hip
+    expect 2 'unknown' "$qsa" example --kv-dtype fp4
+    expect 2 'max-memory|limit' "$qsa" replay "$src/data/hf-fp32.h5" --max-memory 0.0001 ;;
+  gen_inspect)
+    expect 0 'wrote' "$qsa" gen -o "$work/g.h5" --prompts 20,9 --chunk 7 --decode 1 --mtp-drafts 2
+    expect 2 'exists' "$qsa" gen -o "$work/g.h5"
+    expect 0 '"num_steps"' "$qsa" inspect "$work/g.h5" --json
+    expect 0 'MTP draft 1' "$qsa" inspect "$work/g.h5"
+    expect 0 ' 0 failed' "$qsa" replay "$work/g.h5" --color never
+    expect 0 'not recorded' "$qsa" gen -o "$work/i.h5" --inputs-only --prompts 12
+    expect 0 'inputs only' "$qsa" inspect "$work/i.h5" ;;
+  example)
+    expect 0 'done: 7 steps' "$qsa" example --quiet
+    expect 0 'MTP reuse' "$qsa" example --quiet --profile exact --indexer-dtype fp8 --kv-dtype fp8 ;;
+  *) echo "unknown case $case_name"; exit 2 ;;
+esac
