@@ -94,10 +94,11 @@ TensorD gather_compressed_keys(const StepLayout& l, int req, int64_t n_blocks, c
                                    "unmapped in block_table_c",
                                    b, req, b / cache.rows_per_page()));
     if (cache.block_at(slot) != b)
-      throw InputError(fmt::format("compressed row {} should hold block {} of request {} but holds {}: "
-                                   "the trace never wrote that block (missing earlier steps or initial "
-                                   "cache state?)",
-                                   slot, b, req, cache.block_at(slot)));
+      throw InputError(fmt::format("compressed row {} should hold block {} of request {} but {}: missing "
+                                   "earlier steps or initial cache state?",
+                                   slot, b, req,
+                                   cache.block_at(slot) < 0 ? std::string("was never written")
+                                                            : fmt::format("holds {} (a stale block)", cache.block_at(slot))));
     std::copy(cache.row(slot), cache.row(slot) + cache.dim(), kc.row(b));
   }
   return kc;

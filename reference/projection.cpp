@@ -29,19 +29,29 @@ void single_row_as_gemm(const double* x, const Eigen::Map<const RowMatrix>& wm, 
   std::copy_n(y2.data(), wm.rows(), y);
 }
 
-}  // namespace
-
-void project(const ProjectionParams& p, const TensorD& x, const TensorD& w, TensorD& y) {
+void check_params(const ProjectionParams& p) {
   if (p.rows < 0 || p.in_dim <= 0 || p.out_dim <= 0) {
     throw ConfigError(fmt::format(
         "projection params rows = {}, in_dim = {}, out_dim = {}: rows must be >= 0 and both "
         "dims positive",
         p.rows, p.in_dim, p.out_dim));
   }
+}
+
+}  // namespace
+
+void project(const ProjectionParams& p, const TensorD& x, const TensorD& w, TensorD& y) {
+  check_params(p);
   require_shape(x, {p.rows, p.in_dim}, "projection input x");
-  require_shape(w, {p.out_dim, p.in_dim}, "projection weight w");
   // y may be a reused buffer of another shape; never alias it with x or w.
-  if (&y == &x || &y == &w) throw InputError("projection output y aliases an input");
+  if (&y == &x) throw InputError("projection output y aliases an input");
+  project_rows(p, x.ptr(), w, y);
+}
+
+void project_rows(const ProjectionParams& p, const double* x, const TensorD& w, TensorD& y) {
+  check_params(p);
+  require_shape(w, {p.out_dim, p.in_dim}, "projection weight w");
+  if (&y == &w || (!y.empty() && y.ptr() == x)) throw InputError("projection output y aliases an input");
   y = TensorD({p.rows, p.out_dim});
 
   const Eigen::Map<const RowMatrix> wm(w.ptr(), p.out_dim, p.in_dim);
@@ -51,7 +61,7 @@ void project(const ProjectionParams& p, const TensorD& x, const TensorD& w, Tens
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t r0 = t * kRowTile;
     const int64_t nr = std::min(kRowTile, p.rows - r0);
-    const Eigen::Map<const RowMatrix> xm(x.ptr() + r0 * p.in_dim, nr, p.in_dim);
+    const Eigen::Map<const RowMatrix> xm(x + r0 * p.in_dim, nr, p.in_dim);
     Eigen::Map<RowMatrix> ym(y.ptr() + r0 * p.out_dim, nr, p.out_dim);
     if (nr == 1) {
       single_row_as_gemm(xm.data(), wm, ym.data());

@@ -12,4 +12,9 @@ namespace qsa {
 // bf16 when p.round_output.
 void project(const ProjectionParams& p, const TensorD& x, const TensorD& w, TensorD& y);
 
+// The same over a raw row-major buffer of p.rows x p.in_dim values, for
+// callers whose tensor has another shape over the same layout (the gated
+// heads [T, H, D] read as [T, H·D]) and should not be copied.
+void project_rows(const ProjectionParams& p, const double* x, const TensorD& w, TensorD& y);
+
 }  // namespace qsa

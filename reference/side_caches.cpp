@@ -28,6 +28,9 @@ void RawKeyRing::write(int64_t slot, int64_t position, const int64_t rope3[3], c
 }
 
 const double* RawKeyRing::read(int64_t ring_block, int64_t position, int64_t rope3[3]) const {
+  if (ring_block < 0 || ring_block >= num_blocks_ || position < 0)
+    throw InputError(fmt::format("raw-key ring read of block {} position {} is out of range ({} blocks)",
+                                 ring_block, position, num_blocks_));
   const int64_t slot = ring_block * capacity_ + position % capacity_;
   if (tag_[slot] != position) {
     throw InputError(fmt::format(

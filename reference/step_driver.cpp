@@ -109,6 +109,10 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden, con
   for (int64_t t = 0; t < T; ++t) std::copy_n(idx.row(t) + int64_t{HI} * dI, dI, o.raw_keys.row(t));
   o.q = take_heads(qg, 0, H, D, 2 * D);
   o.gate = take_heads(qg, D, H, D, 2 * D);
+  // At 32K tokens of qwen4-exp each [T, H, D] tensor is ~2 GB: release the
+  // packed projections as soon as they are split.
+  idx = TensorD();
+  qg = TensorD();
   o.k = TensorD({T, G, D});
   o.k.data = std::move(k.data);
   o.v = TensorD({T, G, D});
@@ -170,10 +174,9 @@ StepOutputs StepDriver::run(const StepMetadata& meta, const TensorD& hidden, con
   clock.mark("attention");
   apply_gate(make_gate_params(c), fed(o.attn, feed ? &feed->attn : nullptr, "attn"),
              fed(o.gate, feed ? &feed->gate : nullptr, "gate"), o.gated);
-  zero_padding(l, o.gated);
-  TensorD gated_flat({T, int64_t{H} * D});
-  gated_flat.data = fed(o.gated, feed ? &feed->gated : nullptr, "gated").data;
-  project(make_projection_params(c, T, H * D, c.hidden_size), gated_flat, w.o_proj, o.out);
+  // o_proj reads the gated heads [T, H, D] as one row-major [T, H·D] matrix.
+  const TensorD& gated_in = fed(o.gated, feed ? &feed->gated : nullptr, "gated");
+  project_rows(make_projection_params(c, T, H * D, c.hidden_size), gated_in.ptr(), w.o_proj, o.out);
   clock.mark("gate+o_proj");
   return o;
 }

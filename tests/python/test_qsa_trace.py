@@ -292,5 +292,36 @@ class CrossLanguageTest(TempDirCase):
         self.run_inspect(qt.random_trace(seed=SEED, outputs=True))
 
 
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+class CppWrittenTracesTest(unittest.TestCase):
+    """The bundled synthetic traces were written by the C++ `qsa gen`: Python must read them."""
+
+    def test_reads_the_synthetic_trace(self):
+        tr = qt.read_trace(DATA / "tiny-synthetic.h5")
+        self.assertEqual(tr.producer, "qsa gen")
+        self.assertEqual((tr.config.hidden_size, tr.config.budget, tr.config.compress_ratio), (64, 16, 4))
+        self.assertEqual(len(tr.steps), 9)
+        for i, st in enumerate(tr.steps):
+            t = st.hidden.shape[0]
+            self.assertEqual(st.outputs["out"].shape, (t, 64), f"step {i}")
+            self.assertEqual(st.outputs["token_idx"].shape, (t, 19), f"step {i}")
+            self.assertTrue(np.all(qt.round_bf16(st.hidden) == st.hidden), f"step {i}: hidden not bf16")
+        self.assertTrue(tr.steps[-1].mtp_reuse)
+        self.assertEqual(np.asarray(tr.steps[0].positions).shape[0], 3)
+
+    def test_decodes_cpp_fp8_codes(self):
+        tr = qt.read_trace(DATA / "tiny-fp8.h5")
+        self.assertEqual(tr.config.indexer_dtype, "fp8")
+        q = tr.steps[0].outputs["index_q"]
+        finite = q[np.isfinite(q)]
+        self.assertLessEqual(np.abs(finite).max(), 448.0)
+        # every decoded value is an e4m3fn grid point
+        grid = set(qt.decode_fp8(np.arange(256, dtype=np.uint8), "e4m3fn").tolist())
+        self.assertTrue(set(np.unique(finite).tolist()) <= grid)
+        self.assertEqual(tr.steps[0].outputs["token_idx"].shape[1], tr.config.budget + tr.config.compress_ratio)
+
+
 if __name__ == "__main__":
     unittest.main()
