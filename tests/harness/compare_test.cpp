@@ -13,6 +13,7 @@
 #include "reference/core/float_formats.hpp"
 #include "reference/core/rng.hpp"
 #include "tests/tolerances.hpp"
+#include "tests/test_support.hpp"
 
 namespace qsa {
 namespace {
@@ -22,12 +23,7 @@ constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const std::vector<std::string> kDims = {"row", "head", "dim"};
 
-TensorD random_tensor(const Shape& shape, const char* name) {
-  TensorD t(shape);
-  const CounterRng rng(kSeed, name);
-  for (int64_t i = 0; i < t.numel(); ++i) t.at(i) = rng.normal(static_cast<uint64_t>(i));
-  return t;
-}
+TensorD random_tensor(const Shape& shape, const char* name) { return test::random_normal(shape, kSeed, name); }
 
 Tolerance test_tolerance() {
   Tolerance t;

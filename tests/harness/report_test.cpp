@@ -10,6 +10,7 @@
 #include "harness/compare/report.hpp"
 #include "reference/core/rng.hpp"
 #include "tests/tolerances.hpp"
+#include "tests/test_support.hpp"
 
 namespace qsa {
 namespace {
@@ -116,12 +117,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-TensorD random_tensor(const Shape& shape, const char* name) {
-  TensorD t(shape);
-  const CounterRng rng(kSeed, name);
-  for (int64_t i = 0; i < t.numel(); ++i) t.at(i) = rng.normal(static_cast<uint64_t>(i));
-  return t;
-}
+TensorD random_tensor(const Shape& shape, const char* name) { return test::random_normal(shape, kSeed, name); }
 
 // One passing and one failing tensor stage (the failing one with a NaN mask
 // disagreement), a passing tie-flipped selection, a failing selection and a

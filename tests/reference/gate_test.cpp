@@ -9,6 +9,7 @@
 #include "reference/core/float_formats.hpp"
 #include "reference/core/rng.hpp"
 #include "tests/tolerances.hpp"
+#include "tests/test_support.hpp"
 
 namespace qsa {
 namespace {
@@ -16,12 +17,7 @@ namespace {
 constexpr uint64_t kSeed = 0x6a7e5eedULL;
 const Shape kShape = {3, 4, 32};  // [T, H, D] of the tiny preset
 
-TensorD random_tensor(const char* name, double sigma) {
-  const CounterRng rng(kSeed, name);
-  TensorD t(kShape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data[i] = sigma * rng.normal(i);
-  return t;
-}
+TensorD random_tensor(const char* name, double sigma) { return test::random_normal(kShape, kSeed, name, sigma); }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 

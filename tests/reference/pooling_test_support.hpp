@@ -16,6 +16,7 @@
 #include "reference/core/float_formats.hpp"
 #include "reference/core/rng.hpp"
 #include "tests/reference/driver_test_steps.hpp"
+#include "tests/test_support.hpp"
 
 namespace qsa::test {
 
@@ -117,16 +118,7 @@ inline void expect_same_rows(const PoolRun& a, const PoolRun& b) {
   }
 }
 
-template <class Fn>
-inline std::string input_error_message(Fn fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
+using test::input_error_message;
 
 
 }  // namespace qsa::test

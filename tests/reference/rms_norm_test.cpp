@@ -9,6 +9,7 @@
 #include "reference/core/float_formats.hpp"
 #include "reference/core/rng.hpp"
 #include "tests/tolerances.hpp"
+#include "tests/test_support.hpp"
 
 namespace qsa {
 namespace {
@@ -16,10 +17,7 @@ namespace {
 constexpr uint64_t kSeed = 0x5eed0002;
 
 TensorD random_tensor(const Shape& shape, uint64_t seed, std::string_view name) {
-  TensorD t(shape);
-  const CounterRng rng(seed, name);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data[i] = rng.normal(static_cast<uint64_t>(i));
-  return t;
+  return test::random_normal(shape, seed, name);
 }
 
 RmsNormParams params(int64_t rows, int dim, double eps, bool round_output = false) {

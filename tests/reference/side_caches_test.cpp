@@ -10,6 +10,7 @@
 
 #include "reference/core/errors.hpp"
 #include "reference/core/rng.hpp"
+#include "tests/test_support.hpp"
 
 namespace qsa {
 namespace {
@@ -25,17 +26,7 @@ std::vector<double> random_key(uint64_t seed, int64_t index) {
   return k;
 }
 
-// Runs fn, which must throw InputError, and returns the message.
-template <class Fn>
-std::string input_error_message(Fn fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
+using test::input_error_message;
 
 TEST(RawKeyRing, RejectsNonPositiveSizes) {
   EXPECT_THROW(RawKeyRing(0, kCapacity, kDim), ConfigError);

@@ -18,6 +18,7 @@
 #include "reference/core/float_formats.hpp"
 #include "reference/weights.hpp"
 #include "tests/reference/driver_test_steps.hpp"
+#include "tests/test_support.hpp"
 
 namespace qsa {
 namespace {
@@ -37,16 +38,7 @@ const std::vector<NamedWeight> kWeights = {
     {"q_norm", &LayerWeights::q_norm},               {"k_norm", &LayerWeights::k_norm},
     {"o_proj", &LayerWeights::o_proj}};
 
-template <class Fn>
-std::string input_error_message(Fn fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
+using test::input_error_message;
 
 TEST(Weights, RandomWeightsHaveTheLayerShapesAndValidate) {
   SCOPED_TRACE(testing::Message() << "seed " << kSeed);
