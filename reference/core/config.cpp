@@ -103,8 +103,8 @@ int QsaConfig::ring_capacity() const {
   // an invalid one cannot hang or divide by zero before validation runs.
   if (r <= 0 || page_size <= 0 || page_size % r != 0 || speculative_tokens < 0) return 0;
   int c = r * ((r + speculative_tokens + r - 1) / r);
-  while (page_size % c != 0) c += r;  // terminates at page_size because r divides it
-  return c;
+  while (c <= page_size && page_size % c != 0) c += r;  // r divides page_size: stops there at the latest
+  return c <= page_size ? c : 0;                          // no capacity fits one page
 }
 
 double QsaConfig::attention_scale() const { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
@@ -193,6 +193,10 @@ void validate_config(const QsaConfig& c) {
                      c.compress_ratio));
   if (c.speculative_tokens < 0)
     fail(fmt::format("speculative_tokens = {} must be >= 0", c.speculative_tokens));
+  if (c.ring_capacity() == 0)
+    fail(fmt::format("page_size = {} cannot hold the raw-key ring: r + speculative_tokens = {} needs more than "
+                     "one page (the ring's capacity must divide the page size)",
+                     c.page_size, c.compress_ratio + c.speculative_tokens));
   if (c.kv_dtype == KvDtype::kFp8) {
     if (!(c.k_scale > 0) || !std::isfinite(c.k_scale) || !(c.v_scale > 0) || !std::isfinite(c.v_scale))
       fail(fmt::format("fp8 KV scales k_scale = {}, v_scale = {} must be positive and finite",

@@ -163,6 +163,13 @@ TEST(ConfigValidation, RejectsServingFields) {
   c = qwen();
   c.speculative_tokens = -1;
   expect_rejected(c, {"speculative_tokens"});
+  // r = 16 with 2 speculative tokens needs a 32-slot ring: no capacity that
+  // divides a 16-token page exists (found by a sweep over data/tiny-fp8.h5).
+  c = tiny();
+  c.compress_ratio = 16;
+  c.speculative_tokens = 2;
+  EXPECT_EQ(c.ring_capacity(), 0);
+  expect_rejected(c, {"page_size", "raw-key ring"});
 }
 
 TEST(ConfigValidation, RejectsBadFp8Scales) {
