@@ -218,4 +218,82 @@ inline constexpr double kSpecMatchedProfileRelL2 = 6e-4;
 inline constexpr double kSpecWrongProfileRelL2 = 3e-2;
 inline constexpr double kEngineVsExactOutRelL2Measured = 0.55 * kBf16Eps;
 
+// ---- harness: accuracy sweeps (tests/harness/sweep_*_test.cpp) ----------
+
+// Mass recall of a set holding every token, |Σ_{t<=p} P(t) - 1|: each fp64
+// probability exp(s - m) / Σ carries <= ~3 rounding errors (exp, the sum's
+// own relative error of <= (n - 1)u, the division) and summing n of them
+// adds <= (n - 1)u of the total 1, so |error| <= (2n + 2)u with u = 2^-53;
+// (4n + 8)u leaves a factor 2.
+inline double sweep_full_mass_tol(double n) { return (4.0 * n + 8.0) * 0x1p-53; }
+
+// Two head-summed masses over the same tokens, summed in different orders
+// (per head over tokens, then over heads): each order is within (terms)u of
+// the exact sum of nonnegative terms totalling <= `total`, so they differ by
+// <= 2·terms·u·total. Used where a policy's mass must not exceed the
+// mass-optimal oracle's.
+inline double sweep_mass_order_tol(double terms, double total) { return 2.0 * terms * 0x1p-53 * total; }
+
+// ---- GPU kernels against the reference: attention and gate ---------------
+// (tests/gpu/sparse_attention_test.cpp; expand is compared bit for bit.)
+// u32 = 2^-24 is the fp32 unit roundoff. fp32 sums of n terms are bounded
+// statistically: each rounding errs <= u32 of its running sum, independently,
+// so the total is a random walk of ~sqrt(n)·u32 relative to the sum of the
+// magnitudes; 8 standard deviations (the worst case n·u32 would be looser
+// than any real error by ~sqrt(n) and would hide a dropped id in long rows).
+inline constexpr double kGpuFp32Unit = 0x1p-24;
+inline constexpr double kGpuSigmas = 8.0;
+inline double gpu_fp32_sum_rel(double n) { return kGpuSigmas * std::sqrt(n) * kGpuFp32Unit; }
+
+// Sparse attention, fp32 kernel against the fp64 reference with the same
+// knobs: absolute bound per element of A of one head, for a row whose n
+// attended V rows have max |V| = v_max and whose logits have
+// scale·Σ_d |q_d k_d| <= s_abs:
+//  - a D-term fp32 logit dot errs <= gpu_fp32_sum_rel(D)·s_abs; softmax turns
+//    a logit error δ into a relative weight error δ, in the numerator and
+//    again through the denominator: 2δ·v_max;
+//  - the n-term sums l = Σ e_j and Σ P_j V_j: gpu_fp32_sum_rel(n) each,
+//    relative to Σ P|V| <= v_max;
+//  - expf (<= 2 ulp), the division, the merge of splits and the rescale
+//    exp(m_old - m_new) applied once per 128-id tile: 16 u32 plus one per tile.
+inline double gpu_attention_fp32_tol(double v_max, double s_abs, int dim, double n) {
+  return (2.0 * gpu_fp32_sum_rel(dim) * s_abs + 2.0 * gpu_fp32_sum_rel(n) + (16.0 + n / 128.0) * kGpuFp32Unit) *
+         v_max;
+}
+
+// bf16 P (engine: bf16(exp(s - m)) over an unrounded sum): kernel and
+// reference each keep every weight within half a bf16 ulp (2^-8 relative) of
+// the unrounded one, but the kernel rounds against its running max and then
+// rescales, the reference against the row's global max, so the two weights
+// can differ by a whole ulp: |dA| <= 2^-7 Σ P_j|V_j| <= kBf16Eps·v_max.
+inline constexpr double kGpuAttentionBf16PRel = kBf16Eps;
+
+// bf16-rounded logits (p.round_logits): a rounding of bf16(QK) or of
+// bf16(bf16(QK)·scale) can flip between the fp32 and the fp64 dot, moving
+// one logit by up to an ulp per rounding, 2·kBf16Eps·|s| in all; each weight
+// then moves by a factor exp(2·kBf16Eps·s_max) in numerator and denominator.
+// A loose bound: flips are rare (~1e-4 of the logits), so this case is a
+// smoke test of the knob, not a sharp check.
+inline double gpu_attention_round_logits_tol(double v_max, double s_max) {
+  return 2.0 * std::expm1(2.0 * kBf16Eps * s_max) * v_max;
+}
+
+// A value stored in bf16 on one or both sides: if the unrounded values are
+// within tol, the stored ones are within tol plus half an ulp (2^-8
+// relative) of each: tol(1 + 2^-8) + 2^-8(|x| + |y|) <= tol(1 + kBf16Eps) +
+// kBf16Eps(1 + kBf16Eps)|ref| (|y| <= |ref| / (1 - 2^-8)).
+inline double gpu_bf16_store_tol(double tol, double ref_abs) {
+  return tol * (1.0 + kBf16Eps) + kBf16Eps * (1.0 + kBf16Eps) * ref_abs;
+}
+
+// Gate epilogue in fp32: expf (<= 2 ulp), 1 + e, the division and the
+// product: <= 8 u32 relative to the gated value.
+inline constexpr double kGpuGateFp32Rel = 8.0 * kGpuFp32Unit;
+
+// Octave against bf16 KV, mean attention error: 3-bit codes err ~0.19 and
+// 4-bit ~0.10 relative per vector (kOctaveRelL2Bits3/4 above), bf16 at most
+// 2^-9 ~ 0.002; the ratio is ~50. A factor 10 separates "Octave's codes were
+// read" from "the exact copies were read" with margin either way.
+inline constexpr double kSweepOctaveOverBf16 = 10.0;
+
 }  // namespace qsa::tol

@@ -45,5 +45,6 @@ void add_config_command(CLI::App& app, CommandContext& ctx);
 void add_gen_command(CLI::App& app, CommandContext& ctx);
 void add_inspect_command(CLI::App& app, CommandContext& ctx);
 void add_replay_command(CLI::App& app, CommandContext& ctx);
+void add_sweep_command(CLI::App& app, CommandContext& ctx);
 
 }  // namespace qsa::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   qsa::cli::add_gen_command(app, ctx);
   qsa::cli::add_inspect_command(app, ctx);
   qsa::cli::add_replay_command(app, ctx);
+  qsa::cli::add_sweep_command(app, ctx);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;

@@ -77,5 +77,40 @@ PY
   example)
     expect 0 'done: 7 steps' "$qsa" example --quiet
     expect 0 'MTP reuse' "$qsa" example --quiet --profile exact --indexer-dtype fp8 --kv-dtype fp8 ;;
+  sweep)
+    # A killed sweep resumed with the same arguments ends with the same bytes
+    # as an uninterrupted one; other arguments are refused.
+    t="$src/data/tiny-synthetic.h5"
+    args=(--budgets 8,16,32 --ratios 2,4 --indexer-dtypes bf16,fp8 --kv-dtypes bf16,fp8 --rows every:5)
+    expect 0 'wrote .*4 points \(4 computed' "$qsa" sweep "$t" -o "$work/full" "${args[@]}"
+    head -1 "$work/full.csv" | grep -q '^trace,policy,ratio,budget,kv_dtype,indexer_dtype,metric,bucket,n,mean' ||
+      { echo "FAIL: unexpected CSV header"; exit 1; }
+    "$qsa" sweep "$t" -o "$work/cut" "${args[@]}" --point-delay-ms 2000 >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do
+      compgen -G "$work/cut.parts/t0-*.csv" >/dev/null && break
+      sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    compgen -G "$work/cut.parts/t0-*.csv" >/dev/null || { echo "FAIL: no part within 30 s"; exit 1; }
+    [[ ! -e "$work/cut.csv" ]] || { echo "FAIL: the sweep finished before it was killed"; exit 1; }
+    expect 0 '[1-3] from an earlier run' "$qsa" sweep "$t" -o "$work/cut" "${args[@]}"
+    cmp "$work/full.csv" "$work/cut.csv" || { echo "FAIL: the resumed sweep differs"; exit 1; }
+    echo "ok: the resumed sweep's CSV equals the uninterrupted one"
+    expect 2 'holds another sweep \(budgets was 8,16,32, now 8' "$qsa" sweep "$t" -o "$work/cut" --budgets 8 --ratios 2,4
+    rm -r "$work/cut.parts"
+    expect 2 'cut.csv. exists' "$qsa" sweep "$t" -o "$work/cut" "${args[@]}"
+    expect 2 'unknown KV dtype' "$qsa" sweep "$t" -o "$work/x" --kv-dtypes fp4
+    expect 2 'head_dim 32' "$qsa" sweep "$t" -o "$work/x" --kv-dtypes octave_k3v4
+    expect 2 'budget 0' "$qsa" sweep "$t" -o "$work/x" --budgets 0
+    "$python" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["aggregates"] and d["settings"]["seed"]' \
+      "$work/full.json" || { echo "FAIL: OUT.json"; exit 1; }
+    if "$python" -c 'import matplotlib' 2>/dev/null; then
+      expect 0 'wrote' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
+      expect 2 'exists' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
+    else
+      echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
+    fi ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
