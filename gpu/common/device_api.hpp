@@ -3,6 +3,9 @@
 // for NVIDIA (Debian's HIP NVIDIA headers do not build against CUDA 13).
 // Every runtime call goes through QSA_GPU_CHECK, which turns a failure into a
 // qsa::InternalError carrying file, line and the statement.
+//
+// Only names listed here may be used by kernels and launchers; extend the
+// list by hand when a new runtime call is needed (keep it small).
 #pragma once
 
 #include <string>
@@ -21,16 +24,21 @@ using hipEvent_t = cudaEvent_t;
 #define hipSuccess cudaSuccess
 #define hipGetErrorString cudaGetErrorString
 #define hipGetLastError cudaGetLastError
+#define hipPeekAtLastError cudaPeekAtLastError
 #define hipMalloc cudaMalloc
 #define hipFree cudaFree
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
 #define hipMemset cudaMemset
+#define hipMemsetAsync cudaMemsetAsync
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipStreamCreate cudaStreamCreate
+#define hipStreamDestroy cudaStreamDestroy
 #define hipStreamSynchronize cudaStreamSynchronize
+#define hipGetDevice cudaGetDevice
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipGetDeviceProperties cudaGetDeviceProperties
 #define hipDeviceProp_t cudaDeviceProp
@@ -48,7 +56,8 @@ namespace qsa::gpu {
                       file + ":" + std::to_string(line));
 }
 
-// Wave (warp) width is a property of the device, never a literal.
+// Wave (warp) width is a property of the device, never a literal. Device
+// code reads the `warpSize` builtin, which both HIP and CUDA provide.
 inline int wave_size(int device = 0) {
   hipDeviceProp_t prop{};
   const hipError_t err = hipGetDeviceProperties(&prop, device);

@@ -1,0 +1,231 @@
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "gpu/attention/attention_tile.hpp"
+#include "gpu/attention/sparse_attention.hpp"
+
+namespace qsa::gpu {
+
+namespace {
+
+using attn::KernelArgs;
+using attn::kThreads;
+using attn::kTile;
+using attn::kVec;
+
+// Grid: x = row, y = g * head_chunks + chunk, z = split. See
+// sparse_attention.hpp for the phases and attention_tile.hpp for each one.
+template <int D, int MAXH, class KvT>
+__global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a) {
+  static_assert(D % 8 == 0 && kThreads % (D / kVec) == 0, "head_dim must split into the thread layout");
+  __shared__ __attribute__((aligned(16))) float q_s[MAXH][D];  // read as float4
+  __shared__ float s_s[MAXH][kTile];  // logits, then PV weights
+  __shared__ int64_t slot_s[kTile];   // -1 = id not attended
+  __shared__ float m_s[MAXH], l_s[MAXH], alpha_s[MAXH];
+  __shared__ float red_s[kThreads * kVec];
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t row = blockIdx.x;
+  const int g = static_cast<int>(blockIdx.y) / a.head_chunks;
+  const int chunk = static_cast<int>(blockIdx.y) % a.head_chunks;
+  const int split = static_cast<int>(blockIdx.z);
+  const int group = a.heads / a.kv_heads;
+  const int h0 = g * group + chunk * MAXH;  // first query head of this block
+  const int nh = min(MAXH, group - chunk * MAXH);
+
+  // Columns of this split. The count column (when present) bounds the row,
+  // clamped to [0, width - 1] as the reference does.
+  const int32_t* ids = a.token_idx + row * a.index_width;
+  int n = a.index_width - (a.count_column ? 1 : 0);
+  if (a.count_column) n = max(0, min(ids[a.index_width - 1], a.index_width - 1));
+  const int req = a.token_to_req[row];
+  const bool real = req >= 0 && req < a.num_reqs;
+  const int64_t seq_len = real ? a.seq_lens[req] : 0;
+  const int begin = split * a.ids_per_split;
+  const int end = real ? min(n, begin + a.ids_per_split) : begin;
+
+  for (int i = tid; i < MAXH * D; i += kThreads) {
+    const int h = i / D;
+    q_s[h][i % D] = h < nh ? bf16_to_float(a.q[(row * a.heads + h0 + h) * D + i % D]) : 0.0f;
+  }
+  if (tid < MAXH) {
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.0f;
+    alpha_s[tid] = 1.0f;
+  }
+  __syncthreads();
+
+  float acc[MAXH][kVec];
+#pragma unroll
+  for (int i = 0; i < MAXH; ++i)
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[i][e] = 0.0f;
+
+  for (int base = begin; base < end; base += kTile) {
+    const int c = base + tid;
+    const int64_t slot = c < end ? attn::resolve_slot(a, req, seq_len, ids[c]) : -1;
+    slot_s[tid] = slot;
+    attn::tile_logits<D, MAXH, KvT>(a, g, slot, q_s, s_s);
+    // A barrier that also tells every thread whether the tile attends anything.
+    if (!block_any(slot >= 0)) continue;
+    attn::tile_softmax<MAXH>(a, nh, s_s, m_s, l_s, alpha_s);
+    __syncthreads();
+    attn::tile_pv<D, MAXH, KvT>(a, g, min(kTile, end - base), s_s, slot_s, alpha_s, acc);
+    __syncthreads();  // the next tile overwrites s_s and slot_s
+  }
+  attn::reduce_lanes<D, MAXH>(nh, acc, red_s);
+
+  constexpr int kDimThreads = D / kVec;
+  if (tid >= kDimThreads) return;  // lane jl = 0 holds the sums
+#pragma unroll
+  for (int i = 0; i < MAXH; ++i) {
+    if (i >= nh) continue;  // compile-time indices keep acc in registers
+    const int64_t head = row * a.heads + h0 + i;
+    if (a.splits == 1) {
+      const float l = l_s[i];
+      for (int e = 0; e < kVec; ++e)
+        attn::store_output(a, head * D + tid * kVec + e, l > 0.0f ? acc[i][e] / l : 0.0f);
+    } else {
+      const int64_t part = head * a.splits + split;
+      for (int e = 0; e < kVec; ++e) a.ws_acc[part * D + tid * kVec + e] = acc[i][e];
+      if (tid == 0) {
+        a.ws_ml[part * 2] = m_s[i];
+        a.ws_ml[part * 2 + 1] = l_s[i];
+      }
+    }
+  }
+}
+
+// Log-sum-exp merge of the splits of one (row, head): A = sum_s acc_s w_s /
+// sum_s l_s w_s with w_s = exp(m_s - max m). Splits that attended nothing
+// carry m = -inf (w = 0); a row where all did outputs 0.
+__global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, int head_dim) {
+  const int64_t head = static_cast<int64_t>(blockIdx.x) * a.heads + blockIdx.y;
+  const float* ml = a.ws_ml + head * a.splits * 2;
+  float m = -INFINITY;
+  for (int s = 0; s < a.splits; ++s) m = fmaxf(m, ml[s * 2]);
+  float l = 0.0f;
+  if (m != -INFINITY)
+    for (int s = 0; s < a.splits; ++s) l += ml[s * 2 + 1] * expf(ml[s * 2] - m);
+  for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
+    float acc = 0.0f;
+    if (m != -INFINITY)
+      for (int s = 0; s < a.splits; ++s) acc += a.ws_acc[(head * a.splits + s) * head_dim + d] * expf(ml[s * 2] - m);
+    attn::store_output(a, head * head_dim + d, l > 0.0f ? acc / l : 0.0f);
+  }
+}
+
+template <int D, int MAXH, class KvT>
+void launch_main(const KernelArgs& a, int64_t rows, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(a.kv_heads * a.head_chunks),
+                  static_cast<unsigned>(a.splits));
+  sparse_attention_kernel<D, MAXH, KvT><<<grid, kThreads, 0, stream>>>(a);
+  QSA_GPU_CHECK_LAUNCH();
+}
+
+template <int D, class KvT>
+void dispatch_heads(const KernelArgs& a, int group, int64_t rows, hipStream_t stream) {
+  if (group <= 1) return launch_main<D, 1, KvT>(a, rows, stream);
+  if (group <= 4) return launch_main<D, 4, KvT>(a, rows, stream);
+  return launch_main<D, 16, KvT>(a, rows, stream);
+}
+
+template <class KvT>
+void dispatch_dim(const KernelArgs& a, int dim, int group, int64_t rows, hipStream_t stream) {
+  switch (dim) {
+    case 32: return dispatch_heads<32, KvT>(a, group, rows, stream);
+    case 64: return dispatch_heads<64, KvT>(a, group, rows, stream);
+    case 128: return dispatch_heads<128, KvT>(a, group, rows, stream);
+    case 256: return dispatch_heads<256, KvT>(a, group, rows, stream);
+    default: throw ConfigError("gpu attention: head_dim " + std::to_string(dim) + " has no kernel");
+  }
+}
+
+int max_heads_for(int group) { return group <= 1 ? 1 : group <= 4 ? 4 : 16; }
+
+void require_aligned(const void* ptr, const char* what) {
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+    throw InputError(std::string("gpu attention: ") + what + " must be 16-byte aligned");
+}
+
+}  // namespace
+
+void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, const KvCacheParams& kv,
+                             const SparseAttentionDims& dims, const SparseAttentionArgs& args, hipStream_t stream,
+                             int ids_per_split) {
+  check_sparse_attention_params(p, kv);
+  const int splits = sparse_attention_splits(p, ids_per_split);
+  if (dims.num_tokens == 0) return;
+  if (dims.num_tokens < 0 || dims.num_tokens > 0x7fffffff || dims.num_reqs < 0 || dims.max_pages < 0 ||
+      dims.num_pages != kv.num_pages)
+    throw InputError("gpu attention: dims (T = " + std::to_string(dims.num_tokens) + ", R = " +
+                     std::to_string(dims.num_reqs) + ", num_pages = " + std::to_string(dims.num_pages) +
+                     ") do not describe this launch; take them from validate_sparse_attention");
+  const int group = p.heads / p.kv_heads;
+  const int head_chunks = (group + max_heads_for(group) - 1) / max_heads_for(group);
+  if (static_cast<int64_t>(p.kv_heads) * head_chunks > 65535 || splits > 65535)
+    throw InputError("gpu attention: " + std::to_string(p.kv_heads) + " KV heads and " + std::to_string(splits) +
+                     " splits exceed the grid");
+  const size_t need = sparse_attention_workspace_floats(p, dims, ids_per_split);
+  if (args.workspace_floats < need || (need > 0 && args.workspace == nullptr))
+    throw InputError("gpu attention: the workspace holds " + std::to_string(args.workspace_floats) +
+                     " floats, the launch needs " + std::to_string(need));
+  for (auto [ptr, what] : {std::pair<const void*, const char*>{args.q, "q"}, {args.gate, "gate"},
+                           {args.token_to_req, "token_to_req"}, {args.k_cache, "k_cache"}, {args.v_cache, "v_cache"},
+                           {args.attn, "attn"}, {args.gated, "gated"}})
+    if (ptr == nullptr) throw InputError(std::string("gpu attention: device pointer ") + what + " is null");
+  if (p.index_width > 0 && args.token_idx == nullptr) throw InputError("gpu attention: token_idx is null");
+  if (dims.num_reqs > 0 && (args.seq_lens == nullptr || (dims.max_pages > 0 && args.block_table == nullptr)))
+    throw InputError("gpu attention: seq_lens or block_table is null");
+  require_aligned(args.k_cache, "k_cache");  // read in 16- (bf16) and 8-byte (fp8) vectors
+  require_aligned(args.v_cache, "v_cache");
+
+  KernelArgs a{};
+  a.heads = p.heads;
+  a.kv_heads = p.kv_heads;
+  a.head_chunks = head_chunks;
+  a.index_width = p.index_width;
+  a.page_size = p.page_size;
+  a.max_pages = dims.max_pages;
+  a.num_reqs = dims.num_reqs;
+  a.splits = splits;
+  a.ids_per_split = ids_per_split;
+  a.num_pages = kv.num_pages;
+  a.count_column = p.count_column;
+  a.round_logits = p.round_logits;
+  a.round_p = p.p_rounding == PRounding::kBf16Unnormalized;
+  a.round_output = p.round_output;
+  a.round_sigmoid = gp.round_sigmoid;
+  a.fnuz = kv.fp8_flavor == Fp8Flavor::kE4m3fnuz;
+  a.scale = static_cast<float>(p.scale);
+  a.k_scale = kv.dtype == KvDtype::kFp8 ? static_cast<float>(kv.k_scale) : 1.0f;
+  a.v_scale = kv.dtype == KvDtype::kFp8 ? static_cast<float>(kv.v_scale) : 1.0f;
+  a.q = args.q;
+  a.gate = args.gate;
+  a.token_idx = args.token_idx;
+  a.token_to_req = args.token_to_req;
+  a.seq_lens = args.seq_lens;
+  a.block_table = args.block_table;
+  a.k_cache = args.k_cache;
+  a.v_cache = args.v_cache;
+  a.attn = args.attn;
+  a.gated = args.gated;
+  if (splits > 1) {
+    a.ws_acc = args.workspace;
+    a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * splits * p.head_dim;
+  }
+
+  if (kv.dtype == KvDtype::kFp8)
+    dispatch_dim<uint8_t>(a, p.head_dim, group, dims.num_tokens, stream);
+  else
+    dispatch_dim<uint16_t>(a, p.head_dim, group, dims.num_tokens, stream);
+  if (splits > 1) {
+    merge_splits_kernel<<<dim3(static_cast<unsigned>(dims.num_tokens), static_cast<unsigned>(p.heads)), kThreads, 0,
+                          stream>>>(a, p.head_dim);
+    QSA_GPU_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace qsa::gpu

@@ -1,0 +1,66 @@
+// Sparse GQA decode attention over the paged main KV cache with the sigmoid
+// gate as epilogue (spec section 7; reference/attention.hpp + gate.hpp).
+//
+// One thread block per (row, KV group g, chunk of up to 16 of the group's
+// query heads, split): every K/V row is read once for all heads of a group
+// of up to 16 (H/G = 12 for the released model). Per tile of 128 ids:
+//   logits  one thread per id: S = (Q_h . K) in fp32, times D^-1/2
+//           (with p.round_logits: bf16(bf16(QK) * scale));
+//   softmax one wave per head: online max m and sum l in fp32;
+//           P = exp(S - m_running), rounded to bf16 with kBf16Unnormalized
+//           while l sums the unrounded values;
+//   PV      threads over (id lane, 4 dims): acc = acc * exp(m_old - m_new) + sum P V.
+// Rows with more than ids_per_split counted columns are split; a second
+// kernel merges the partial (m, l, acc) by log-sum-exp.
+//
+// Precision: with P rounded to bf16 the kernel rounds exp(S - m) against the
+// running (tile or split) max and rescales afterwards, as online-softmax
+// engines do; the reference rounds exp(S - max) against the row's global
+// max. The two differ by at most one bf16 ulp per weight (each is within
+// half an ulp of the unrounded weight), i.e. |dA| <= 2^-7 max|V|.
+//
+// Ids that are -1, outside [0, seq_len), past the count column's bound, on a
+// page beyond block_table's columns or on an unmapped page (-1) contribute
+// nothing; rows with no such id and padding rows (token_to_req = -1) output
+// A = 0. Outputs: A as fp32 (bf16-rounded when p.round_output, so it equals
+// the reference stage output), and O = bf16(A * sigmoid(gate)) as bf16 bits
+// (sigmoid rounded to bf16 first with gp.round_sigmoid); O is always stored
+// in bf16, the activation dtype.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/attention/sparse_attention_validate.hpp"
+#include "gpu/common/device_api.hpp"
+#include "reference/core/stage_params.hpp"
+
+namespace qsa::gpu {
+
+// Device pointers of one launch (T = dims.num_tokens, H = p.heads,
+// G = p.kv_heads, D = p.head_dim, R = dims.num_reqs).
+struct SparseAttentionArgs {
+  const uint16_t* q = nullptr;            // [T, H, D] bf16 bits
+  const uint16_t* gate = nullptr;         // [T, H, D] bf16 bits
+  const int32_t* token_idx = nullptr;     // [T, p.index_width] request-relative ids, -1 padding
+  const int32_t* token_to_req = nullptr;  // [T], -1 for padding rows
+  const int32_t* seq_lens = nullptr;      // [R]
+  const int32_t* block_table = nullptr;   // [R, dims.max_pages], -1 = unmapped page
+  const void* k_cache = nullptr;          // [kv.num_pages * page_size, G, D]: bf16 bits (uint16_t) for
+  const void* v_cache = nullptr;          //   kv.dtype bf16, fp8 e4m3 codes (uint8_t, value = code * scale) for fp8
+  float* attn = nullptr;                  // [T, H, D] output A
+  uint16_t* gated = nullptr;              // [T, H, D] output O, bf16 bits
+  float* workspace = nullptr;             // sparse_attention_workspace_floats(...) floats (may be null if 0)
+  size_t workspace_floats = 0;
+};
+
+// Runs the attention and the gate on `stream`. The index inputs must have
+// passed validate_sparse_attention (which returns `dims`); the kernel guards
+// cheap bounds as well, so bad ids can never make it read out of bounds.
+// k_cache and v_cache must be 16-byte aligned (hipMalloc's are); null
+// pointers, a short workspace and dims that contradict kv are InputErrors.
+void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, const KvCacheParams& kv,
+                             const SparseAttentionDims& dims, const SparseAttentionArgs& args, hipStream_t stream,
+                             int ids_per_split = kDefaultIdsPerSplit);
+
+}  // namespace qsa::gpu

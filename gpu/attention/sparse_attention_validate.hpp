@@ -1,0 +1,61 @@
+// Host-side checks for the sparse attention launcher, kept apart from it so
+// they compile without any GPU runtime header.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "reference/core/stage_params.hpp"
+#include "reference/core/tensor.hpp"
+
+namespace qsa::gpu {
+
+// Sizes the launcher needs besides the params; validate_sparse_attention
+// derives them from the host copies of the inputs.
+struct SparseAttentionDims {
+  int64_t num_tokens = 0;  // T: rows of q, token_idx, outputs
+  int num_reqs = 0;        // R: entries of seq_lens, rows of block_table
+  int max_pages = 0;       // columns of block_table
+  int64_t num_pages = 0;   // pages of the main KV cache (kv.num_pages)
+};
+
+// How token ids are checked. The reference ignores ids outside [0, L)
+// (docs/semantics.md section 8), so kLenient accepts any int32 id and the
+// kernel skips the ones it cannot attend, exactly as the reference does.
+// kStrict additionally rejects ids outside [-1, L) in the counted columns of
+// real rows and a count column outside [0, width - 1]: no correct expand
+// stage produces them, so a strict check catches a corrupted trace early.
+enum class TokenIdCheck { kLenient, kStrict };
+
+// Head dims with a compiled kernel.
+inline bool supported_head_dim(int d) { return d == 32 || d == 64 || d == 128 || d == 256; }
+
+// Params the kernel implements: ConfigError for what it does not (head_dim
+// outside {32, 64, 128, 256}, bf16-normalised P, Octave KV or its shadow
+// copies), InputError for params that contradict each other.
+void check_sparse_attention_params(const AttentionParams& p, const KvCacheParams& kv);
+
+// Checks host copies of the index inputs and returns the launch sizes:
+//   token_idx:    [T, p.index_width]
+//   token_to_req: [T], each in [-1, R)
+//   seq_lens:     [R], each >= 0
+//   block_table:  [R, max_pages], each in [-1, kv.num_pages)
+// Throws InputError naming the tensor, row and column of the first problem.
+SparseAttentionDims validate_sparse_attention(const AttentionParams& p, const KvCacheParams& kv,
+                                              const TensorI32& token_idx,
+                                              const std::vector<int32_t>& token_to_req,
+                                              const std::vector<int32_t>& seq_lens, const TensorI32& block_table,
+                                              TokenIdCheck ids = TokenIdCheck::kLenient);
+
+// Split-K: a row's counted columns are cut into chunks of ids_per_split
+// (a positive multiple of kSparseAttentionTile) handled by separate blocks
+// and merged by log-sum-exp. One chunk means no merge and no workspace.
+inline constexpr int kSparseAttentionTile = 128;
+inline constexpr int kDefaultIdsPerSplit = 256;
+int sparse_attention_splits(const AttentionParams& p, int ids_per_split = kDefaultIdsPerSplit);
+// Floats of workspace a launch needs (0 with one split): per (row, head,
+// split) D accumulators plus the running max and sum.
+size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
+                                         int ids_per_split = kDefaultIdsPerSplit);
+
+}  // namespace qsa::gpu

@@ -1,0 +1,81 @@
+// Phase 1 of the select kernel: the fp32 block scores of one query row.
+// Device code, included by select.hip only.
+//
+//   score(b) = s · Σ_h ReLU(q[h] · k[b])
+//
+// Each thread scores whole blocks (b = tid, tid + blockDim, ...) from the
+// decoded query in shared memory. The summation order is fixed and the same
+// for every block: per head one fma chain over j = 0 .. d_I - 1, heads added
+// in increasing h, then one product with s. Blocks with bit-identical keys
+// therefore get bit-identical scores, which is what makes exact ties (and so
+// the lower-id rule) reproducible on the GPU.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/common/device_api.hpp"
+#include "gpu/select/select_codes.hpp"
+
+namespace qsa::gpu::select_detail {
+
+// Heads accumulated together while one key element is decoded once.
+inline constexpr int kHeadGroup = 4;
+
+// q_s[0, n) = decoded q[0, n): the row's H_I · d_I query values.
+template <CodeKind kKind, class Code>
+__device__ void load_query_row(const Code* q, int n, float* q_s) {
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x))
+    q_s[i] = decode_code<kKind>(q[i]);
+}
+
+// Score of the block whose d_I codes start at k.
+template <CodeKind kKind, class Code>
+__device__ float score_block(const float* q_s, const Code* k, int heads, int dim, float scale) {
+  float sum = 0.0f;
+  for (int h0 = 0; h0 < heads; h0 += kHeadGroup) {
+    const int nh = heads - h0 < kHeadGroup ? heads - h0 : kHeadGroup;
+    float acc[kHeadGroup] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const float* qh = q_s + h0 * dim;
+    for (int j = 0; j < dim; ++j) {
+      const float kv = decode_code<kKind>(k[j]);
+#pragma unroll
+      for (int i = 0; i < kHeadGroup; ++i)
+        if (i < nh) acc[i] = fmaf(qh[i * dim + j], kv, acc[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < kHeadGroup; ++i)
+      if (i < nh) sum += relu_keep_nan(acc[i]);
+  }
+  return sum * scale;
+}
+
+// Geometry of the paged compressed cache as one request sees it.
+struct PagedKeys {
+  const int32_t* table_row;  // block_table_c[req, :]
+  int max_pages;
+  int64_t num_pages;
+  int rows_per_page;
+  int dim;
+};
+
+// scores[b] for b < visible. A block whose page is unmapped or out of range
+// (validate_select rejects such inputs; this is the kernel's own cheap guard)
+// reads nothing and scores NaN, so it ranks first and cannot go unnoticed.
+template <CodeKind kKind, class Code>
+__device__ void score_row(const float* q_s, const Code* keys, const PagedKeys& g, int heads, float scale,
+                          int32_t visible, float* scores) {
+  for (int32_t b = static_cast<int32_t>(threadIdx.x); b < visible; b += static_cast<int32_t>(blockDim.x)) {
+    const int32_t page = b / g.rows_per_page;
+    const int32_t phys = page < g.max_pages ? g.table_row[page] : -1;
+    float s;
+    if (phys < 0 || phys >= g.num_pages) {
+      s = float_from_bits(kQuietNanBits);
+    } else {
+      const int64_t row = int64_t{phys} * g.rows_per_page + b % g.rows_per_page;
+      s = score_block<kKind>(q_s, keys + row * g.dim, heads, g.dim, scale);
+    }
+    scores[b] = s;
+  }
+}
+
+}  // namespace qsa::gpu::select_detail

@@ -1,0 +1,183 @@
+// Runs an AttnCase (sparse_attention_case.hpp) on the GPU and compares the
+// outputs with the reference's, element by element, with the bounds of
+// tests/tolerances.hpp ("GPU kernels against the reference").
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gpu/attention/sparse_attention.hpp"
+#include "gpu/common/bf16.hpp"
+#include "gpu/common/device_buffer.hpp"
+#include "gpu/common/poison.hpp"
+#include "tests/gpu/sparse_attention_case.hpp"
+#include "tests/tolerances.hpp"
+
+namespace qsa::gpu_test {
+
+struct GpuOutputs {
+  std::vector<float> attn;
+  std::vector<uint16_t> gated;
+};
+
+// The device copies of the cache: K and V as [slots, G, D] bf16 bits or fp8
+// codes, taken from the reference cache's stored bytes.
+template <class T>
+std::vector<T> cache_plane(const MainKvCache& cache, bool values_v) {
+  const KvCacheParams& kp = cache.params();
+  const int D = kp.head_dim;
+  const bool bf16 = kp.dtype == KvDtype::kBf16;
+  std::vector<T> out(static_cast<size_t>(cache.num_slots() * kp.kv_heads * D));
+  for (int64_t slot = 0; slot < cache.num_slots(); ++slot)
+    for (int g = 0; g < kp.kv_heads; ++g) {
+      const uint8_t* code = cache.codes(slot, g);
+      T* dst = &out[static_cast<size_t>((slot * kp.kv_heads + g) * D)];
+      for (int d = 0; d < D; ++d) {
+        const int e = (values_v ? D : 0) + d;
+        dst[d] = bf16 ? static_cast<T>(code[2 * e] | (code[2 * e + 1] << 8)) : static_cast<T>(code[e]);
+      }
+    }
+  return out;
+}
+
+inline std::vector<uint16_t> bf16_bits_of(const TensorD& t) {
+  std::vector<uint16_t> out(t.data.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_bits(t.data[i]);
+  return out;
+}
+
+inline GpuOutputs run_gpu(const AttnCase& c, int ids_per_split = gpu::kDefaultIdsPerSplit) {
+  const gpu::SparseAttentionDims dims = gpu::validate_sparse_attention(
+      c.params, c.kv_params, c.token_idx, c.layout.token_to_req, c.layout.seq_lens, c.layout.block_table);
+  const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
+  gpu::DeviceBuffer<uint16_t> q(bf16_bits_of(c.q)), gate(bf16_bits_of(c.gate));
+  gpu::DeviceBuffer<int32_t> idx(c.token_idx.data), t2r(c.layout.token_to_req), lens(c.layout.seq_lens),
+      table(c.layout.block_table.data);
+  gpu::DeviceBuffer<uint16_t> k16, v16;
+  gpu::DeviceBuffer<uint8_t> k8, v8;
+  if (fp8) {
+    k8 = gpu::DeviceBuffer<uint8_t>(cache_plane<uint8_t>(c.cache, false));
+    v8 = gpu::DeviceBuffer<uint8_t>(cache_plane<uint8_t>(c.cache, true));
+  } else {
+    k16 = gpu::DeviceBuffer<uint16_t>(cache_plane<uint16_t>(c.cache, false));
+    v16 = gpu::DeviceBuffer<uint16_t>(cache_plane<uint16_t>(c.cache, true));
+  }
+  const size_t n_out = c.q.data.size();
+  gpu::DeviceBuffer<float> attn(n_out);
+  gpu::DeviceBuffer<uint16_t> gated(n_out);
+  attn.poison(gpu::kPoisonFloat);
+  gated.poison(gpu::kPoisonBf16Pair);
+  const size_t ws_floats = gpu::sparse_attention_workspace_floats(c.params, dims, ids_per_split);
+  gpu::DeviceBuffer<float> ws(ws_floats);
+  ws.poison(gpu::kPoisonFloat);  // partials must be written before the merge reads them
+
+  gpu::SparseAttentionArgs a;
+  a.q = q.get();
+  a.gate = gate.get();
+  a.token_idx = idx.get();
+  a.token_to_req = t2r.get();
+  a.seq_lens = lens.get();
+  a.block_table = table.get();
+  a.k_cache = fp8 ? static_cast<const void*>(k8.get()) : static_cast<const void*>(k16.get());
+  a.v_cache = fp8 ? static_cast<const void*>(v8.get()) : static_cast<const void*>(v16.get());
+  a.attn = attn.get();
+  a.gated = gated.get();
+  a.workspace = ws.get();
+  a.workspace_floats = ws_floats;
+  gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split);
+  QSA_GPU_CHECK(hipDeviceSynchronize());
+  return {attn.download(), gated.download()};
+}
+
+// What the tolerance of one (row, head) depends on: the attended ids' max
+// |V|, max scale·Σ|q k| and max |logit|, and their number.
+struct HeadStats {
+  double v_max = 0.0, s_abs = 0.0, s_max = 0.0;
+  int64_t n = 0;
+};
+
+inline HeadStats head_stats(const AttnCase& c, int64_t row, int h) {
+  HeadStats st;
+  const int req = c.layout.token_to_req[row];
+  if (req < 0) return st;
+  const AttentionParams& p = c.params;
+  const int D = p.head_dim, g = h / (p.heads / p.kv_heads);
+  const int32_t* ids = c.token_idx.row(row);
+  int64_t n = p.index_width;
+  if (p.count_column) n = std::clamp<int64_t>(ids[n - 1], 0, n - 1);
+  const double* qh = c.q.row(row) + int64_t{h} * D;
+  for (int64_t col = 0; col < n; ++col) {
+    const int32_t t = ids[col];
+    if (t < 0 || t >= c.layout.seq_lens[req]) continue;
+    const int64_t slot = paged_slot(c.layout.block_table, req, t, p.page_size);
+    if (slot < 0) continue;
+    double abs_dot = 0.0, dot = 0.0;
+    for (int d = 0; d < D; ++d) {
+      abs_dot += std::fabs(qh[d] * c.cache.k(slot, g)[d]);
+      dot += qh[d] * c.cache.k(slot, g)[d];
+      st.v_max = std::max(st.v_max, std::fabs(c.cache.v(slot, g)[d]));
+    }
+    st.s_abs = std::max(st.s_abs, abs_dot * p.scale);
+    st.s_max = std::max(st.s_max, std::fabs(dot * p.scale));
+    ++st.n;
+  }
+  return st;
+}
+
+// Element-wise comparison; reports the number of failures and the worst
+// element (error over tolerance) with its coordinates.
+inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
+  const AttentionParams& p = c.params;
+  const int64_t T = c.layout.num_tokens;
+  const int H = p.heads, D = p.head_dim;
+  int64_t failures = 0;
+  double worst = 0.0;
+  std::string worst_at;
+  auto check = [&](bool ok, double ratio, const std::string& what) {
+    if (!ok) ++failures;
+    if (!ok && failures <= 5) ADD_FAILURE() << what;
+    if (ratio > worst) {
+      worst = ratio;
+      worst_at = what;
+    }
+  };
+  for (int64_t row = 0; row < T; ++row)
+    for (int h = 0; h < H; ++h) {
+      const HeadStats st = head_stats(c, row, h);
+      double tol = tol::gpu_attention_fp32_tol(st.v_max, st.s_abs, D, static_cast<double>(st.n));
+      if (p.p_rounding == PRounding::kBf16Unnormalized) tol += tol::kGpuAttentionBf16PRel * st.v_max;
+      if (p.round_logits) tol += tol::gpu_attention_round_logits_tol(st.v_max, st.s_max);
+      for (int d = 0; d < D; ++d) {
+        const size_t i = static_cast<size_t>((row * H + h) * D + d);
+        const double ref = c.ref_attn.data[i], ref_g = c.ref_gated.data[i];
+        const double got = out.attn[i], got_g = gpu::bf16_to_float(out.gated[i]);
+        const std::string at = "row " + std::to_string(row) + " head " + std::to_string(h) + " dim " +
+                               std::to_string(d) + " (" + std::to_string(st.n) + " ids): ";
+        if (st.n == 0) {  // padding rows and rows without an attended id are exactly 0
+          check(out.attn[i] == 0.0f && out.gated[i] == 0, 0.0,
+                at + "expected exact zeros, got attn " + std::to_string(got) + " gated bits " +
+                    std::to_string(out.gated[i]));
+          continue;
+        }
+        const double tol_a = p.round_output ? tol::gpu_bf16_store_tol(tol, std::fabs(ref)) : tol;
+        const double sig = 1.0 / (1.0 + std::exp(-c.gate.data[i]));
+        double tol_g = tol_a * sig + tol::kGpuGateFp32Rel * std::fabs(ref_g);
+        if (c.gate_params.round_sigmoid) tol_g += kBf16Eps * std::fabs(ref);
+        tol_g = tol::gpu_bf16_store_tol(tol_g, std::fabs(ref_g));
+        const double err = std::fabs(got - ref), err_g = std::fabs(got_g - ref_g);
+        check(err <= tol_a, err / tol_a,
+              at + "attn " + std::to_string(got) + " vs reference " + std::to_string(ref) + " (tolerance " +
+                  std::to_string(tol_a) + ")");
+        check(err_g <= tol_g, err_g / tol_g,
+              at + "gated " + std::to_string(got_g) + " vs reference " + std::to_string(ref_g) + " (tolerance " +
+                  std::to_string(tol_g) + ")");
+      }
+    }
+  EXPECT_EQ(failures, 0) << "worst error / tolerance " << worst << " at " << worst_at;
+  testing::Test::RecordProperty("worst_error_over_tolerance", std::to_string(worst));
+}
+
+}  // namespace qsa::gpu_test

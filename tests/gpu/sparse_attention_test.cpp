@@ -1,0 +1,111 @@
+// GPU sparse attention + gate (gpu/attention) against the reference
+// (reference/attention.hpp, gate.hpp) on fresh random steps: a decode row, a
+// two-row chunk (one row attending nothing), a padding row, one unmapped
+// page, and index rows mixing attended ids with -1, ids past seq_len, ids
+// below -1 and ids on the unmapped page (sparse_attention_case.hpp).
+//  - Engine sweep (bf16 P, bf16 A): D {64, 256} x G {1, 2} x H/G {1, 12} x
+//    ids {1, 37, 2051} x count column off/on: A within the fp32 bound plus
+//    the bf16-P bound and one bf16 store, O within that times sigmoid plus a
+//    bf16 store (tests/tolerances.hpp); zero rows exactly 0; every output
+//    element written (poisoned first).
+//  - Exact-knob sweep (no P or A rounding): the same shapes with the fp32
+//    bound alone, sharp enough to notice one dropped or extra id in 2051.
+//  - Coverage: D 32 and 128, H/G 2 and 24 (two head chunks per group), fp8
+//    KV in both flavours, bf16 logits and sigmoid (smoke tests of the knobs).
+//  - Split-K: the same long rows with splits of 128, 256, 1024 ids and one
+//    split, all within the fp32 bound of the reference.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/gpu/sparse_attention_case.hpp"
+#include "tests/gpu/sparse_attention_run.hpp"
+
+namespace qsa {
+namespace {
+
+using gpu_test::AttnSpec;
+
+std::string param_name(const testing::TestParamInfo<AttnSpec>& info) { return gpu_test::spec_name(info.param); }
+
+class GpuSparseAttention : public testing::TestWithParam<AttnSpec> {};
+
+TEST_P(GpuSparseAttention, MatchesReference) {
+  const AttnSpec& s = GetParam();
+  const uint64_t seed = gpu_test::case_seed(gpu_test::spec_name(s));
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (override: QSA_TEST_SEED)");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
+  gpu_test::expect_matches_reference(c, gpu_test::run_gpu(c));
+}
+
+std::vector<AttnSpec> sweep(PrecisionProfile profile, std::vector<int> ids, std::vector<bool> counts) {
+  std::vector<AttnSpec> out;
+  for (int dim : {64, 256})
+    for (int kv_heads : {1, 2})
+      for (int group : {1, 12})
+        for (int n : ids)
+          for (bool count : counts) {
+            AttnSpec s;
+            s.dim = dim;
+            s.kv_heads = kv_heads;
+            s.group = group;
+            s.ids = n;
+            s.count = count;
+            s.profile = profile;
+            out.push_back(s);
+          }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, GpuSparseAttention,
+                         testing::ValuesIn(sweep(PrecisionProfile::kEngine, {1, 37, 2051}, {false, true})),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(ExactKnobs, GpuSparseAttention,
+                         testing::ValuesIn(sweep(PrecisionProfile::kExact, {37, 2051}, {false})), param_name);
+
+std::vector<AttnSpec> coverage() {
+  std::vector<AttnSpec> out;
+  auto add = [&](int dim, int kv_heads, int group, int ids, PrecisionProfile profile) -> AttnSpec& {
+    AttnSpec s;
+    s.dim = dim;
+    s.kv_heads = kv_heads;
+    s.group = group;
+    s.ids = ids;
+    s.profile = profile;
+    out.push_back(s);
+    return out.back();
+  };
+  add(32, 2, 2, 300, PrecisionProfile::kExact);
+  add(128, 1, 24, 300, PrecisionProfile::kExact).count = true;
+  add(128, 2, 4, 2051, PrecisionProfile::kEngine).kv = KvDtype::kFp8;
+  AttnSpec& fnuz = add(128, 2, 4, 37, PrecisionProfile::kEngine);
+  fnuz.kv = KvDtype::kFp8;
+  fnuz.flavor = Fp8Flavor::kE4m3fnuz;
+  add(64, 2, 4, 300, PrecisionProfile::kExact).kv = KvDtype::kFp8;
+  AttnSpec& knobs = add(256, 2, 12, 300, PrecisionProfile::kEngine);
+  knobs.round_logits = true;
+  knobs.round_sigmoid = true;
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Coverage, GpuSparseAttention, testing::ValuesIn(coverage()), param_name);
+
+TEST(GpuSparseAttentionSplits, EverySplitSizeMatchesReference) {
+  AttnSpec s;
+  s.dim = 128;
+  s.kv_heads = 2;
+  s.group = 4;
+  s.ids = 2051;
+  s.count = true;
+  s.profile = PrecisionProfile::kExact;
+  const uint64_t seed = gpu_test::case_seed("splits");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
+  for (int ids_per_split : {128, 256, 1024, 2176}) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed << ", ids_per_split " << ids_per_split);
+    gpu_test::expect_matches_reference(c, gpu_test::run_gpu(c, ids_per_split));
+  }
+}
+
+}  // namespace
+}  // namespace qsa
