@@ -7,7 +7,7 @@
 # a summary table is printed last. Exit status 0 only when every step passed;
 # GPU tests that did not run (no GPU: exit 77) are reported as NOT RUN.
 #
-# Usage: scripts/gpu-check.sh [--sanitize] [--filter GTEST_FILTER] [--jobs N]
+# Usage: [QSA_COMMIT=sha] scripts/gpu-check.sh [--sanitize] [--filter GTEST_FILTER] [--jobs N]
 #   --filter applies to the sanitizer runs only (they are slow); ctest always
 #   runs the whole GPU suite.
 set -uo pipefail
@@ -34,7 +34,9 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+  if [[ -n ${QSA_COMMIT:-} ]]; then  # the device runner copies the tree without git history
+    echo "commit: $QSA_COMMIT (from QSA_COMMIT)"
+  elif git rev-parse --verify -q HEAD > /dev/null 2>&1; then
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (+ uncommitted changes)')"
   else
     echo "commit: unknown (no git checkout here: record the commit the tree was copied from)"
