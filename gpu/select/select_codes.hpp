@@ -8,17 +8,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
-#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__HIP__)
-#define QSA_SELECT_HD __host__ __device__
-#else
-#define QSA_SELECT_HD
-#endif
+#include "gpu/common/bf16.hpp"
 
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-#define QSA_SELECT_DEVICE_PASS 1
-#endif
+#define QSA_SELECT_HD QSA_HD
 
 namespace qsa::gpu::select_detail {
 
@@ -26,70 +19,20 @@ namespace qsa::gpu::select_detail {
 // NaN" flavour differs from e4m3fn only when encoding, so it decodes as kFp8Fn.
 enum class CodeKind : int { kBf16 = 0, kFp8Fn = 1, kFp8Fnuz = 2 };
 
-QSA_SELECT_HD inline float float_from_bits(uint32_t u) {
-#ifdef QSA_SELECT_DEVICE_PASS
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
-
-QSA_SELECT_HD inline uint32_t bits_from_float(float f) {
-#ifdef QSA_SELECT_DEVICE_PASS
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-#endif
-}
-
+QSA_SELECT_HD inline float float_from_bits(uint32_t u) { return bits_float(u); }
+QSA_SELECT_HD inline uint32_t bits_from_float(float f) { return float_bits(f); }
 QSA_SELECT_HD inline bool is_nan_bits(uint32_t u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
 
 inline constexpr uint32_t kQuietNanBits = 0x7FC00000u;
 
-// bf16 is the top half of an fp32: exact, NaN payloads kept.
-QSA_SELECT_HD inline float bf16_to_float(uint32_t code) { return float_from_bits((code & 0xFFFFu) << 16); }
-
-// e4m3fn (OCP): bias 7, S.1111.111 is NaN, no infinities, -0 exists.
-// Normals map to an fp32 with exponent e - 7 + 127 = e + 120 and the three
-// mantissa bits on top; subnormals are m * 2^-9, exact in fp32.
-QSA_SELECT_HD inline float fp8_fn_to_float(uint32_t code) {
-  const uint32_t sign = (code & 0x80u) << 24;
-  const uint32_t e = (code >> 3) & 0xFu;
-  const uint32_t m = code & 0x7u;
-  if (e == 0xFu && m == 0x7u) return float_from_bits(kQuietNanBits | sign);
-  if (e == 0u) {
-    const float v = static_cast<float>(m) * 0x1p-9f;
-    return sign != 0u ? -v : v;
-  }
-  return float_from_bits(sign | ((e + 120u) << 23) | (m << 20));
-}
-
-// e4m3fnuz (AMD MI300): bias 8, 0x80 is the only NaN, no -0, no infinities.
-QSA_SELECT_HD inline float fp8_fnuz_to_float(uint32_t code) {
-  code &= 0xFFu;
-  if (code == 0x80u) return float_from_bits(kQuietNanBits);
-  const uint32_t sign = (code & 0x80u) << 24;
-  const uint32_t e = (code >> 3) & 0xFu;
-  const uint32_t m = code & 0x7u;
-  if (e == 0u) {
-    const float v = static_cast<float>(m) * 0x1p-10f;
-    return sign != 0u ? -v : v;
-  }
-  return float_from_bits(sign | ((e + 119u) << 23) | (m << 20));
-}
-
+// The codecs are the shared ones of gpu/common/bf16.hpp (exact, by bit
+// manipulation); codes arrive widened to 32 bits.
 template <CodeKind kKind>
 QSA_SELECT_HD inline float decode_code(uint32_t code) {
   if constexpr (kKind == CodeKind::kBf16) {
-    return bf16_to_float(code);
-  } else if constexpr (kKind == CodeKind::kFp8Fn) {
-    return fp8_fn_to_float(code);
+    return bf16_to_float(static_cast<uint16_t>(code & 0xFFFFu));
   } else {
-    return fp8_fnuz_to_float(code);
+    return fp8_e4m3_to_float(static_cast<uint8_t>(code & 0xFFu), kKind == CodeKind::kFp8Fnuz);
   }
 }
 

@@ -422,13 +422,15 @@ bool same_decoded(float got, double want) {
 
 TEST(GpuSelectCodes, Bf16DecodesEveryCode) {
   for (uint32_t c = 0; c < 0x10000u; ++c)
-    ASSERT_TRUE(same_decoded(gpu::select_detail::bf16_to_float(c), bf16_value(static_cast<uint16_t>(c))))
+    ASSERT_TRUE(same_decoded(gpu::select_detail::decode_code<gpu::select_detail::CodeKind::kBf16>(c),
+                             bf16_value(static_cast<uint16_t>(c))))
         << "bf16 code 0x" << std::hex << c;
 }
 
 TEST(GpuSelectCodes, Fp8DecodesEveryCode) {
-  using gpu::select_detail::fp8_fn_to_float;
-  using gpu::select_detail::fp8_fnuz_to_float;
+  using gpu::select_detail::CodeKind;
+  const auto fp8_fn_to_float = [](uint32_t c) { return gpu::select_detail::decode_code<CodeKind::kFp8Fn>(c); };
+  const auto fp8_fnuz_to_float = [](uint32_t c) { return gpu::select_detail::decode_code<CodeKind::kFp8Fnuz>(c); };
   for (uint32_t c = 0; c < 0x100u; ++c) {
     const auto code = static_cast<uint8_t>(c);
     ASSERT_TRUE(same_decoded(fp8_fn_to_float(c), fp8_decode(code, Fp8Flavor::kE4m3fn))) << "e4m3fn 0x" << std::hex << c;
