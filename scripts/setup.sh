@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages qsa needs, only when one is missing, so it is
-# cheap to run before every build. Usage: scripts/setup.sh [--plots]
+# cheap to run before every build. Usage: scripts/setup.sh [--plots] [--hip]
 # The Python tools (scripts/qsa_trace.py and its cross-language test) need
 # numpy and h5py, so those are part of the default set.
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libeigen3-dev libhdf5-dev libcli11-dev libfmt-dev
           libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy python3-h5py)
-if [[ "${1:-}" == "--plots" ]]; then
-  packages+=(python3-matplotlib)
-fi
+for arg in "$@"; do
+  case $arg in
+    --plots) packages+=(python3-matplotlib) ;;
+    --hip) packages+=(hipcc libamd-comgr-dev libhsa-runtime-dev) ;;  # the hip preset's toolchain
+    *) echo "setup: unknown option $arg (accepted: --plots, --hip)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
