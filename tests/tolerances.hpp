@@ -296,4 +296,16 @@ inline constexpr double kGpuGateFp32Rel = 8.0 * kGpuFp32Unit;
 // read" from "the exact copies were read" with margin either way.
 inline constexpr double kSweepOctaveOverBf16 = 10.0;
 
+// GPU select: fp32 block score against the fp64 reference. Inputs are bf16/fp8 values, so every
+// product q_j k_j is exact in fp32 and only sums round (u = 2^-24): a d-term
+// fma chain errs <= (d - 1)u sum_j |q_j k_j|, ReLU is 1-Lipschitz, the
+// H-term head sum adds (H - 1)u, fp32(s) and the product with it 2u, all
+// relative to s sum_h sum_j |q_hj k_j|. (d + H + 4)u covers second-order terms
+// and the reference's own fp64 error (~(d + H)2^-53). A worst-case bound, not
+// the sqrt(n) typical one: it holds for every one of the ~10^6 scores a run
+// checks, and it is also the tie band of the end-to-end comparison.
+inline double gpu_select_score_tol(double scaled_abs_sum, int dim, int heads) {
+  return (dim + heads + 4) * 0x1p-24 * scaled_abs_sum;
+}
+
 }  // namespace qsa::tol
