@@ -59,7 +59,12 @@ class StepComparer {
       d.step = step;
       report_.token_indices.push_back(d);
     }
-    for (const char* s : {"q", "k", "v", "gate", "attn", "gated"}) tensor(s, record_of(rec, s), output_of(out, s), kHeadDims);
+    tensor("q", rec.q, out.q, kHeadDims);
+    tensor("k", rec.k, out.k, kHeadDims);
+    tensor("v", rec.v, out.v, kHeadDims);
+    tensor("gate", rec.gate, out.gate, kHeadDims);
+    tensor("attn", rec.attn, out.attn, kHeadDims);
+    tensor("gated", rec.gated, out.gated, kHeadDims);
     tensor("out", rec.out, out.out, kRowDims);
   }
 
@@ -111,23 +116,6 @@ class StepComparer {
       for (int64_t j = 0; j < rec.block_ids.dim(1); ++j)
         if (rec.block_ids.at(t, j) != out.block_ids.at(t, j)) same[static_cast<size_t>(t)] = false;
     tensor("block_scores", rec.block_scores, out.block_scores, {"row", "slot"}, &same);
-  }
-
-  static const TensorD& record_of(const StageRecord& r, const std::string& s) {
-    if (s == "q") return r.q;
-    if (s == "k") return r.k;
-    if (s == "v") return r.v;
-    if (s == "gate") return r.gate;
-    if (s == "attn") return r.attn;
-    return r.gated;
-  }
-  static const TensorD& output_of(const StepOutputs& o, const std::string& s) {
-    if (s == "q") return o.q;
-    if (s == "k") return o.k;
-    if (s == "v") return o.v;
-    if (s == "gate") return o.gate;
-    if (s == "attn") return o.attn;
-    return o.gated;
   }
 
   const QsaConfig& c_;

@@ -17,10 +17,6 @@ namespace {
 
 constexpr uint64_t kSeed = 0x5eed0001;
 
-TensorD random_tensor(const Shape& shape, uint64_t seed, std::string_view name) {
-  return test::random_normal(shape, seed, name);
-}
-
 ProjectionParams params(int64_t rows, int in_dim, int out_dim, bool round_output = false) {
   ProjectionParams p;
   p.rows = rows;
@@ -37,8 +33,8 @@ constexpr int kOut = 40;
 
 TEST(ProjectionTest, MatchesNaiveTripleLoop) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({kRows, kIn}, kSeed, "x");
-  const TensorD w = random_tensor({kOut, kIn}, kSeed, "w");
+  const TensorD x = test::random_normal({kRows, kIn}, kSeed, "x");
+  const TensorD w = test::random_normal({kOut, kIn}, kSeed, "w");
   TensorD y;
   project(params(kRows, kIn, kOut), x, w, y);
   ASSERT_EQ(y.shape, (Shape{kRows, kOut}));
@@ -59,8 +55,8 @@ TEST(ProjectionTest, MatchesNaiveTripleLoop) {
 TEST(ProjectionTest, BitIdenticalForOneAndTwoThreads) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
   const int64_t rows = 200;  // four tiles, the last one partial
-  const TensorD x = random_tensor({rows, kIn}, kSeed, "x");
-  const TensorD w = random_tensor({kOut, kIn}, kSeed, "w");
+  const TensorD x = test::random_normal({rows, kIn}, kSeed, "x");
+  const TensorD w = test::random_normal({kOut, kIn}, kSeed, "w");
   const int saved = omp_get_max_threads();
   TensorD y1, y2;
   omp_set_num_threads(1);
@@ -76,8 +72,8 @@ TEST(ProjectionTest, BitIdenticalForOneAndTwoThreads) {
 
 TEST(ProjectionTest, RoundOutputIsOneBf16RoundingOfTheExactProduct) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({kRows, kIn}, kSeed, "x");
-  const TensorD w = random_tensor({kOut, kIn}, kSeed, "w");
+  const TensorD x = test::random_normal({kRows, kIn}, kSeed, "x");
+  const TensorD w = test::random_normal({kOut, kIn}, kSeed, "w");
   TensorD exact, rounded;
   project(params(kRows, kIn, kOut), x, w, exact);
   project(params(kRows, kIn, kOut, /*round_output=*/true), x, w, rounded);
@@ -89,9 +85,9 @@ TEST(ProjectionTest, RoundOutputIsOneBf16RoundingOfTheExactProduct) {
 
 TEST(ProjectionTest, ReusedOutputBufferIsResized) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({3, kIn}, kSeed, "x");
-  const TensorD w = random_tensor({kOut, kIn}, kSeed, "w");
-  TensorD y = random_tensor({7, 5}, kSeed, "stale");
+  const TensorD x = test::random_normal({3, kIn}, kSeed, "x");
+  const TensorD w = test::random_normal({kOut, kIn}, kSeed, "w");
+  TensorD y = test::random_normal({7, 5}, kSeed, "stale");
   project(params(3, kIn, kOut), x, w, y);
   EXPECT_EQ(y.shape, (Shape{3, kOut}));
   TensorD empty_rows;
@@ -101,14 +97,14 @@ TEST(ProjectionTest, ReusedOutputBufferIsResized) {
 
 TEST(ProjectionTest, ShapeErrorsThrowInputError) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({4, kIn}, kSeed, "x");
-  const TensorD w = random_tensor({kOut, kIn}, kSeed, "w");
+  const TensorD x = test::random_normal({4, kIn}, kSeed, "x");
+  const TensorD w = test::random_normal({kOut, kIn}, kSeed, "w");
   TensorD y;
   EXPECT_THROW(project(params(5, kIn, kOut), x, w, y), InputError);
-  EXPECT_THROW(project(params(4, kIn, kOut), random_tensor({4, kIn + 1}, kSeed, "x"), w, y),
+  EXPECT_THROW(project(params(4, kIn, kOut), test::random_normal({4, kIn + 1}, kSeed, "x"), w, y),
                InputError);
   EXPECT_THROW(project(params(4, kIn, kOut + 1), x, w, y), InputError);
-  EXPECT_THROW(project(params(4, kIn, kOut), x, random_tensor({kIn, kOut}, kSeed, "w"), y),
+  EXPECT_THROW(project(params(4, kIn, kOut), x, test::random_normal({kIn, kOut}, kSeed, "w"), y),
                InputError);
   EXPECT_THROW(project(params(4, kIn, kOut), TensorD({4 * kIn}), w, y), InputError);
   EXPECT_THROW(project(params(4, 0, kOut), x, w, y), ConfigError);

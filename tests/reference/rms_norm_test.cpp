@@ -16,10 +16,6 @@ namespace {
 
 constexpr uint64_t kSeed = 0x5eed0002;
 
-TensorD random_tensor(const Shape& shape, uint64_t seed, std::string_view name) {
-  return test::random_normal(shape, seed, name);
-}
-
 RmsNormParams params(int64_t rows, int dim, double eps, bool round_output = false) {
   RmsNormParams p;
   p.rows = rows;
@@ -50,8 +46,8 @@ TEST(RmsNormTest, HandExample) {
 
 TEST(RmsNormTest, MatchesFormulaPerHead) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({kTokens, kHeads, kDim}, kSeed, "x");
-  const TensorD w = random_tensor({kDim}, kSeed, "w");
+  const TensorD x = test::random_normal({kTokens, kHeads, kDim}, kSeed, "x");
+  const TensorD w = test::random_normal({kDim}, kSeed, "w");
   TensorD y;
   gemma_rms_norm(params(kTokens * kHeads, kDim, kEps), x, w, y);
   ASSERT_EQ(y.shape, x.shape);
@@ -72,7 +68,7 @@ TEST(RmsNormTest, ZeroWeightIsUnitGain) {
   // Gemma stores the gain as w with an implicit +1: w = 0 leaves unit RMS,
   // and w = c scales that output by exactly (1 + c).
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({kHeads, kDim}, kSeed, "x");
+  const TensorD x = test::random_normal({kHeads, kDim}, kSeed, "x");
   const TensorD zero_w({kDim}, 0.0);
   TensorD y;
   gemma_rms_norm(params(kHeads, kDim, 0.0), x, zero_w, y);
@@ -94,8 +90,8 @@ TEST(RmsNormTest, ZeroWeightIsUnitGain) {
 
 TEST(RmsNormTest, RoundsOnceAfterTheGain) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({kTokens, kHeads, kDim}, kSeed, "x");
-  const TensorD w = random_tensor({kDim}, kSeed, "w");
+  const TensorD x = test::random_normal({kTokens, kHeads, kDim}, kSeed, "x");
+  const TensorD w = test::random_normal({kDim}, kSeed, "w");
   TensorD exact, rounded;
   gemma_rms_norm(params(kTokens * kHeads, kDim, kEps), x, w, exact);
   gemma_rms_norm(params(kTokens * kHeads, kDim, kEps, /*round_output=*/true), x, w, rounded);
@@ -108,8 +104,8 @@ TEST(RmsNormTest, RoundsOnceAfterTheGain) {
 
 TEST(RmsNormTest, InPlaceMatchesOutOfPlace) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({kTokens, kHeads, kDim}, kSeed, "x");
-  const TensorD w = random_tensor({kDim}, kSeed, "w");
+  const TensorD x = test::random_normal({kTokens, kHeads, kDim}, kSeed, "x");
+  const TensorD w = test::random_normal({kDim}, kSeed, "w");
   TensorD y;
   gemma_rms_norm(params(kTokens * kHeads, kDim, kEps), x, w, y);
   TensorD inplace = x;
@@ -121,15 +117,15 @@ TEST(RmsNormTest, InPlaceMatchesOutOfPlace) {
 
 TEST(RmsNormTest, ShapeErrorsThrow) {
   SCOPED_TRACE(fmt::format("seed = {:#x}", kSeed));
-  const TensorD x = random_tensor({kHeads, kDim}, kSeed, "x");
-  const TensorD w = random_tensor({kDim}, kSeed, "w");
+  const TensorD x = test::random_normal({kHeads, kDim}, kSeed, "x");
+  const TensorD w = test::random_normal({kDim}, kSeed, "w");
   TensorD y;
   EXPECT_THROW(gemma_rms_norm(params(kHeads + 1, kDim, kEps), x, w, y), InputError);
   EXPECT_THROW(
-      gemma_rms_norm(params(kHeads, kDim, kEps), x, random_tensor({kDim + 1}, kSeed, "w"), y),
+      gemma_rms_norm(params(kHeads, kDim, kEps), x, test::random_normal({kDim + 1}, kSeed, "w"), y),
       InputError);
   EXPECT_THROW(
-      gemma_rms_norm(params(kHeads, kDim, kEps), x, random_tensor({1, kDim}, kSeed, "w"), y),
+      gemma_rms_norm(params(kHeads, kDim, kEps), x, test::random_normal({1, kDim}, kSeed, "w"), y),
       InputError);
   EXPECT_THROW(gemma_rms_norm(params(kHeads, 0, kEps), x, w, y), ConfigError);
 }
