@@ -86,6 +86,14 @@ if step configure cmake --preset cuda -DQSA_BUILD_TESTS=ON &&
     grep -m1 -o 'tests="[0-9]*" failures="[0-9]*" disabled="[0-9]*" errors="[0-9]*" time="[^"]*"' \
       "$logdir/qsa_gpu_tests.xml" | sed 's/^/qsa_gpu_tests: /' | tee "$logdir/gtest-counts.txt"
   fi
+  # The GPU step driver on the bundled traces: against the reference stage by
+  # stage (both) and against the recordings (hip; the transformers-recorded
+  # bf16 trace included). Reports land next to the logs.
+  for trace in tiny-synthetic tiny-fp8 hf-bf16; do
+    step "replay-both-$trace" build/cuda/harness/qsa replay "data/$trace.h5" --backend both \
+      --report "$logdir/replay-both-$trace.html" --force
+    step "replay-hip-$trace" build/cuda/harness/qsa replay "data/$trace.h5" --backend hip
+  done
   if ((sanitize)); then
     for tool in memcheck racecheck; do
       step "sanitize-$tool" "$sanitizer" --tool "$tool" --error-exitcode 9 \

@@ -308,4 +308,101 @@ inline double gpu_select_score_tol(double scaled_abs_sum, int dim, int heads) {
   return (dim + heads + 4) * 0x1p-24 * scaled_abs_sum;
 }
 
+// GPU projection (tests/gpu/projection_test.cpp), fp32 output against the
+// fp64 reference, per element of y = x · w^T over n = in_dim terms with
+// abs_sum = Σ_k |x_k w_k|: the inputs are bf16, so every product is exact in
+// fp32 (8 x 8 significand bits, normal range) and the kernel's k-ordered fma
+// chain rounds only its n - 1 partial sums, each by <= u32 · |partial| <=
+// u32 · abs_sum, independently: gpu_fp32_sum_rel(n) · abs_sum. The reference's
+// own fp64 order errs <= (n + 1) · 2^-53 · abs_sum (projection_dot_tol / 2).
+// With p.round_output (or the bf16 store) wrap it in gpu_bf16_store_tol.
+inline double gpu_projection_tol(int n, double abs_sum) {
+  return (gpu_fp32_sum_rel(n) + (n + 1) * 0x1p-53) * abs_sum;
+}
+
+// GPU prepare (tests/gpu/prepare_test.cpp): norm + RoPE + stores against the
+// reference, per element, following each value through the chain with the
+// reference's own intermediate values. The kernel reproduces the angles,
+// cos/sin, the rotation (fp64), the pooled means (fp64, member order) and
+// every rounding to bf16/fp8 (one rounding from fp64) exactly; what differs
+// is the fp32 Gemma RMSNorm, and a rounding that lands on the other side of
+// a tie because of it.
+//
+// fp32 RMSNorm relative to the element: the n-term sum of squares errs
+// gpu_fp32_sum_rel(n) (positive terms, statistical), halved by the square
+// root; / n, + eps, sqrtf, the division, 1 + w, the product and an fp32 input
+// (a pooled mean the exact profile keeps unrounded: 2 u32 through x and the
+// rms) add a few u32 each: 8 u32 in all.
+inline double gpu_prepare_norm_rel(int n) { return 0.5 * gpu_fp32_sum_rel(n) + 8.0 * kGpuFp32Unit; }
+
+// Unit roundoffs u (half an ulp, relative) of the stores, and fp8's half
+// subnormal spacing (2^-9 apart in e4m3fn, 2^-10 in e4m3fnuz).
+inline constexpr double kGpuPrepareBf16Unit = 0.5 * kBf16Eps;
+inline constexpr double kGpuPrepareFp8Unit = 0.5 * kFp8Eps;
+inline constexpr double kGpuPrepareFp8Floor = 0x1p-10;
+
+// Both sides round to a format (unit u, absolute floor f below its normal
+// range): values A (reference) and B (GPU) with |A - B| <= d become
+// |rnd(A) - rnd(B)| <= (u|A| + f) + d + (u|B| + f) <= d(1 + u) + 2u|A| + 2f,
+// and |A| <= (|rnd(A)| + f) / (1 - u) <= (|rnd(A)| + f)(1 + 2u) for u <= 1/2:
+// <= (d + 2u|ref| + 4f)(1 + 2u) with ref = rnd(A). This is where one-ulp
+// flips at a tie are allowed for.
+inline double gpu_prepare_rounded_both(double d, double ref_abs, double u, double floor) {
+  return (d + 2.0 * u * ref_abs + 4.0 * floor) * (1.0 + 2.0 * u);
+}
+
+// Only the GPU rounds (its outputs are bf16; the exact profile's reference
+// is not rounded): |rnd(B) - A| <= d + u|B| <= (d + u|A|)(1 + u), ref = A.
+inline double gpu_prepare_rounded_gpu_only(double d, double ref_abs, double u) {
+  return (d + u * ref_abs) * (1.0 + u);
+}
+
+// cos/sin: the device's fp64 cos/sin may differ from glibc's by an fp64 ulp
+// or two; after the fp32 (and bf16) rounding of the engine knobs they agree
+// unless that ulp straddles a rounding boundary (~2^-29 per value), and then
+// by one fp32 ulp (<= 2^-24 for |cos|, |sin| <= 1). Per rotated value this
+// adds at most 2^-23 |x| for each of the pair's two inputs.
+inline constexpr double kGpuPrepareCosSinAbs = 2.0 * kGpuFp32Unit;
+
+// Flip budget: the per-element bounds above allow a one-ulp flip anywhere,
+// which alone would hide an upstream error of half an ulp (a missing
+// rounding). Where both sides store the same format, a value differs only if
+// the fp32 norm moved a norm output x across a rounding boundary: probability
+// <= 2 eps_n |x| / ulp(x) < 2^9 eps_n (ulp(x) > 2^-8 |x|), with eps_n =
+// gpu_prepare_norm_rel(dim); such a flip moves both values of its RoPE pair,
+// and later roundings differ only when their inputs do: <= 2^10 eps_n per
+// stored value (4.4e-3 at dim 256; measured ~1e-5). Of n values at most twice
+// that expectation plus 8 may differ (a missing bf16 rounding of the pooled
+// means flips ~25% of the compressed values).
+inline double gpu_prepare_flip_budget(double n, int dim) {
+  return 8.0 + 2.0 * 0x1p10 * gpu_prepare_norm_rel(dim) * n;
+}
+
+// ---- GPU prefill paths (tests/gpu/select_prefill_test.cpp, sparse_attention_prefill_test.cpp) ----
+// Select: the prefill path computes every score with the decode path's fma
+// sequence, so the two agree bit for bit (no tolerance); both are held to
+// gpu_select_score_tol against the reference.
+// Attention, prefill kernel against the reference: the decode kernel's
+// per-row arithmetic (the same fp32 logit dot, fp32 online softmax, fp32 PV
+// chain, the same epilogue), but a row's running max and sum pass through
+// every 32-entry tile of its tile's entry list (`entries`, the union of the
+// tile's rows), attended or not. A tile the row skips changes nothing (its
+// max stays, alpha = exp(0) = 1 exactly, P = 0 adds exact zeros), but the
+// bound does not count on that: gpu_attention_fp32_tol with the n/128 rescale
+// term replaced by one u32 per 32-entry tile, entries/32. The bf16-P term
+// (kGpuAttentionBf16PRel, rounding against any running max) and the logit
+// term apply unchanged.
+inline double gpu_attention_prefill_fp32_tol(double v_max, double s_abs, int dim, double n, double entries) {
+  return (2.0 * gpu_fp32_sum_rel(dim) * s_abs + 2.0 * gpu_fp32_sum_rel(n) +
+          (16.0 + entries / 32.0) * kGpuFp32Unit) *
+         v_max;
+}
+
+// Prefill against decode, per element: each lies within its own bound of the
+// same reference value, so |prefill - decode| <= tol_decode + tol_prefill
+// (triangle inequality).
+inline double gpu_attention_path_agreement_tol(double tol_decode, double tol_prefill) {
+  return tol_decode + tol_prefill;
+}
+
 }  // namespace qsa::tol

@@ -5,6 +5,7 @@
 
 #include "gpu/attention/attention_tile.hpp"
 #include "gpu/attention/sparse_attention.hpp"
+#include "gpu/attention/sparse_attention_prefill.hpp"
 
 namespace qsa::gpu {
 
@@ -152,10 +153,42 @@ void require_aligned(const void* ptr, const char* what) {
 
 }  // namespace
 
+AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const SparseAttentionArgs& args,
+                                     AttentionPath path) {
+  if (path != AttentionPath::kAuto) return path;
+  const bool plan = args.prefill_tiles != nullptr && args.prefill_num_tiles > 0;
+  return plan && dims.num_tokens >= kAttentionPrefillMinRowsPerTile * args.prefill_num_tiles ? AttentionPath::kPrefill
+                                                                                              : AttentionPath::kDecode;
+}
+
+namespace {
+
+// The prefill path's own checks: a plan for these params that covers the step.
+void check_prefill_args(const SparseAttentionPrefillShape& shape, const SparseAttentionDims& dims,
+                        const SparseAttentionArgs& args) {
+  if (args.prefill_tiles == nullptr || args.prefill_num_tiles < 1 ||
+      (args.prefill_num_entries > 0 && (args.prefill_ids == nullptr || args.prefill_masks == nullptr)))
+    throw InputError("gpu attention: the prefill path needs the plan of plan_sparse_attention_prefill in "
+                     "SparseAttentionArgs::prefill_* (tiles, ids, masks and their counts)");
+  if (args.prefill_rows_per_tile != shape.rows)
+    throw InputError("gpu attention: the prefill plan has " + std::to_string(args.prefill_rows_per_tile) +
+                     " rows per tile, these params need " + std::to_string(shape.rows) +
+                     "; build the plan with the same params");
+  if (args.prefill_num_entries < 0 || args.prefill_num_entries > 0x7fffffff ||
+      args.prefill_num_tiles > dims.num_tokens || args.prefill_num_tiles > 0x7fffffff)
+    throw InputError("gpu attention: the prefill plan (" + std::to_string(args.prefill_num_tiles) + " tiles, " +
+                     std::to_string(args.prefill_num_entries) + " entries) does not fit " +
+                     std::to_string(dims.num_tokens) + " rows");
+}
+
+}  // namespace
+
 void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, const KvCacheParams& kv,
                              const SparseAttentionDims& dims, const SparseAttentionArgs& args, hipStream_t stream,
-                             int ids_per_split) {
+                             int ids_per_split, AttentionPath path) {
   check_sparse_attention_params(p, kv);
+  if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kPrefill)
+    throw ConfigError("gpu attention: unknown attention path");
   const int splits = sparse_attention_splits(p, ids_per_split);
   if (dims.num_tokens == 0) return;
   if (dims.num_tokens < 0 || dims.num_tokens > 0x7fffffff || dims.num_reqs < 0 || dims.max_pages < 0 ||
@@ -163,15 +196,22 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     throw InputError("gpu attention: dims (T = " + std::to_string(dims.num_tokens) + ", R = " +
                      std::to_string(dims.num_reqs) + ", num_pages = " + std::to_string(dims.num_pages) +
                      ") do not describe this launch; take them from validate_sparse_attention");
+  const bool prefill = resolve_attention_path(dims, args, path) == AttentionPath::kPrefill;
   const int group = p.heads / p.kv_heads;
-  const int head_chunks = (group + max_heads_for(group) - 1) / max_heads_for(group);
-  if (static_cast<int64_t>(p.kv_heads) * head_chunks > 65535 || splits > 65535)
+  const SparseAttentionPrefillShape shape = sparse_attention_prefill_shape(p);
+  const int head_chunks =
+      prefill ? shape.head_chunks : (group + max_heads_for(group) - 1) / max_heads_for(group);
+  if (static_cast<int64_t>(p.kv_heads) * head_chunks > 65535 || (!prefill && splits > 65535))
     throw InputError("gpu attention: " + std::to_string(p.kv_heads) + " KV heads and " + std::to_string(splits) +
                      " splits exceed the grid");
-  const size_t need = sparse_attention_workspace_floats(p, dims, ids_per_split);
-  if (args.workspace_floats < need || (need > 0 && args.workspace == nullptr))
-    throw InputError("gpu attention: the workspace holds " + std::to_string(args.workspace_floats) +
-                     " floats, the launch needs " + std::to_string(need));
+  if (prefill) {
+    check_prefill_args(shape, dims, args);
+  } else {
+    const size_t need = sparse_attention_workspace_floats(p, dims, ids_per_split);
+    if (args.workspace_floats < need || (need > 0 && args.workspace == nullptr))
+      throw InputError("gpu attention: the workspace holds " + std::to_string(args.workspace_floats) +
+                       " floats, the launch needs " + std::to_string(need));
+  }
   for (auto [ptr, what] : {std::pair<const void*, const char*>{args.q, "q"}, {args.gate, "gate"},
                            {args.token_to_req, "token_to_req"}, {args.k_cache, "k_cache"}, {args.v_cache, "v_cache"},
                            {args.attn, "attn"}, {args.gated, "gated"}})
@@ -190,7 +230,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
   a.page_size = p.page_size;
   a.max_pages = dims.max_pages;
   a.num_reqs = dims.num_reqs;
-  a.splits = splits;
+  a.splits = prefill ? 1 : splits;
   a.ids_per_split = ids_per_split;
   a.num_pages = kv.num_pages;
   a.count_column = p.count_column;
@@ -212,6 +252,20 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
   a.v_cache = args.v_cache;
   a.attn = args.attn;
   a.gated = args.gated;
+
+  if (prefill) {
+    attn::PrefillArgs pa{};
+    pa.k = a;
+    pa.tiles = args.prefill_tiles;
+    pa.ids = args.prefill_ids;
+    pa.masks = args.prefill_masks;
+    pa.num_tokens = dims.num_tokens;
+    pa.num_entries = args.prefill_num_entries;
+    pa.rows_per_tile = shape.rows;
+    pa.heads_per_block = shape.heads;
+    attn::launch_prefill(pa, shape, args.prefill_num_tiles, p.head_dim, kv.dtype == KvDtype::kFp8, stream);
+    return;
+  }
   if (splits > 1) {
     a.ws_acc = args.workspace;
     a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * splits * p.head_dim;

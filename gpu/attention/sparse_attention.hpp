@@ -1,7 +1,11 @@
-// Sparse GQA decode attention over the paged main KV cache with the sigmoid
-// gate as epilogue (spec section 7; reference/attention.hpp + gate.hpp).
+// Sparse GQA attention over the paged main KV cache with the sigmoid gate as
+// epilogue (spec section 7; reference/attention.hpp + gate.hpp), through a
+// decode and a prefill path (AttentionPath). The prefill kernel, its plan
+// and its limits are described in sparse_attention_plan.hpp; it has the
+// numerics below (fp32 logits and online softmax, the P and logit rounding
+// knobs, the same epilogue and invalid-id rules) in 32-entry tiles.
 //
-// One thread block per (row, KV group g, chunk of up to 16 of the group's
+// Decode kernel: one thread block per (row, KV group g, chunk of up to 16 of the group's
 // query heads, split): every K/V row is read once for all heads of a group
 // of up to 16 (H/G = 12 for the released model). Per tile of 128 ids:
 //   logits  one thread per id: S = (Q_h . K) in fp32, times D^-1/2
@@ -31,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpu/attention/sparse_attention_plan.hpp"
 #include "gpu/attention/sparse_attention_validate.hpp"
 #include "gpu/common/device_api.hpp"
 #include "reference/core/stage_params.hpp"
@@ -50,17 +55,33 @@ struct SparseAttentionArgs {
   const void* v_cache = nullptr;          //   kv.dtype bf16, fp8 e4m3 codes (uint8_t, value = code * scale) for fp8
   float* attn = nullptr;                  // [T, H, D] output A
   uint16_t* gated = nullptr;              // [T, H, D] output O, bf16 bits
-  float* workspace = nullptr;             // sparse_attention_workspace_floats(...) floats (may be null if 0)
-  size_t workspace_floats = 0;
+  float* workspace = nullptr;             // sparse_attention_workspace_floats(...) floats (may be null if 0);
+  size_t workspace_floats = 0;            //   the decode path only
+  // The prefill path's plan (plan_sparse_attention_prefill), uploaded by the
+  // caller; leave null for the decode path (kAuto then never takes prefill).
+  const int32_t* prefill_tiles = nullptr;   // [prefill_num_tiles, 4] = plan.tiles
+  const int32_t* prefill_ids = nullptr;     // [prefill_num_entries] = plan.ids
+  const uint32_t* prefill_masks = nullptr;  // [prefill_num_entries] = plan.masks
+  int64_t prefill_num_tiles = 0;            // plan.num_tiles()
+  int64_t prefill_num_entries = 0;          // plan.num_entries()
+  int prefill_rows_per_tile = 0;            // plan.rows_per_tile
 };
+
+// The path launch_sparse_attention runs for `path` and these args (kAuto as
+// described at AttentionPath).
+AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const SparseAttentionArgs& args,
+                                     AttentionPath path);
 
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards
 // cheap bounds as well, so bad ids can never make it read out of bounds.
 // k_cache and v_cache must be 16-byte aligned (hipMalloc's are); null
-// pointers, a short workspace and dims that contradict kv are InputErrors.
+// pointers, a short workspace (decode path), a missing plan or one built for
+// other params (prefill path) and dims that contradict kv are InputErrors.
+// ids_per_split only shapes the decode path (the prefill path has no
+// split-K and no workspace).
 void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, const KvCacheParams& kv,
                              const SparseAttentionDims& dims, const SparseAttentionArgs& args, hipStream_t stream,
-                             int ids_per_split = kDefaultIdsPerSplit);
+                             int ids_per_split = kDefaultIdsPerSplit, AttentionPath path = AttentionPath::kAuto);
 
 }  // namespace qsa::gpu

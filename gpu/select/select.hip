@@ -1,10 +1,14 @@
-// The select kernel (one thread block per query row) and its launcher. The
-// phases live in select_scores.hpp (scores into the scratch row) and
-// select_topk.hpp (radix select + bitonic sort); this file ties them together
-// and dispatches on the indexer dtype.
+// The select kernels and their launcher. The phases live in
+// select_scores.hpp (decode scores into the scratch row),
+// select_prefill_scores.hpp (tiled prefill scores into the same scratch) and
+// select_topk.hpp (radix select + bitonic sort); this file ties them into
+// the decode kernel (both phases fused, one block per row), the prefill
+// scoring kernel and the top-k kernel, and dispatches on the indexer dtype.
 #include "gpu/select/select.hpp"
 
+#include "gpu/select/select_args.hpp"
 #include "gpu/select/select_codes.hpp"
+#include "gpu/select/select_prefill_scores.hpp"
 #include "gpu/select/select_scores.hpp"
 #include "gpu/select/select_topk.hpp"
 
@@ -13,24 +17,6 @@ namespace qsa::gpu {
 namespace select_detail {
 
 namespace {
-
-struct SelectArgs {
-  const int32_t* token_to_req;   // [T]
-  const int32_t* visible_blocks; // [T]
-  const int32_t* block_table_c;  // [R, max_pages]
-  float* score_scratch;          // [T, score_stride]
-  int32_t* block_ids;            // [T, K_B]
-  float* block_scores;           // [T, K_B]
-  int num_requests;
-  int max_pages;
-  int64_t num_pages;
-  int rows_per_page;
-  int64_t score_stride;
-  int heads;
-  int dim;
-  int blocks_budget;
-  float scale;
-};
 
 // Writes ids[i], scores[i] for i < K_B: the k sorted winners, then -1 / -inf.
 __device__ void write_row(const TopKShared& sh, int k, int blocks_budget, const float* scores,
@@ -48,6 +34,18 @@ __device__ void write_row(const TopKShared& sh, int k, int blocks_budget, const 
   }
 }
 
+// Phase 2 of row t over its scores (the scratch row, complete for b < visible,
+// visible >= 1): the one top-k both paths run.
+__device__ void topk_phase(const SelectArgs& a, int64_t t, int32_t visible, TopKShared& sh) {
+  const float* scores = a.score_scratch + t * a.score_stride;
+  const int k = visible < a.blocks_budget ? visible : a.blocks_budget;
+  const uint64_t threshold = k < visible ? kth_largest_key(scores, visible, static_cast<uint32_t>(k), sh) : 0;
+  gather_and_sort(scores, visible, threshold, k, sh);
+  write_row(sh, k, a.blocks_budget, scores, visible, a.block_ids + t * a.blocks_budget,
+            a.block_scores + t * a.blocks_budget);
+}
+
+// Decode path: both phases of one row per block.
 template <CodeKind kKind, class Code>
 __global__ void __launch_bounds__(kSelectThreads)
     select_decode_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
@@ -55,15 +53,10 @@ __global__ void __launch_bounds__(kSelectThreads)
   __shared__ TopKShared sh;
 
   const int64_t t = blockIdx.x;
-  const int32_t req = a.token_to_req[t];
-  int32_t visible = a.visible_blocks[t];
-  // Cheap guards; validate_select has already rejected such inputs.
-  if (req < 0 || req >= a.num_requests || visible < 0) visible = 0;
-  if (visible > a.score_stride) visible = static_cast<int32_t>(a.score_stride);
-  int32_t* ids_out = a.block_ids + t * a.blocks_budget;
-  float* scores_out = a.block_scores + t * a.blocks_budget;
+  const int32_t visible = guarded_visible(a, t);
   if (visible == 0) {  // padding row or nothing visible: uniform over the block
-    write_row(sh, 0, a.blocks_budget, nullptr, 0, ids_out, scores_out);
+    write_row(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
+              a.block_scores + t * a.blocks_budget);
     return;
   }
 
@@ -73,25 +66,59 @@ __global__ void __launch_bounds__(kSelectThreads)
 
   // Phase 1. The scratch row is written and re-read by this block only:
   // __syncthreads makes the global writes visible to the block's threads.
-  float* scores = a.score_scratch + t * a.score_stride;
+  const int32_t req = a.token_to_req[t];
   const PagedKeys keys{a.block_table_c + int64_t{req} * a.max_pages, a.max_pages, a.num_pages,
                        a.rows_per_page, a.dim};
-  score_row<kKind>(q_s, compressed_keys, keys, a.heads, a.scale, visible, scores);
+  score_row<kKind>(q_s, compressed_keys, keys, a.heads, a.scale, visible, a.score_scratch + t * a.score_stride);
   __syncthreads();
 
-  // Phase 2.
-  const int k = visible < a.blocks_budget ? visible : a.blocks_budget;
-  const uint64_t threshold = k < visible ? kth_largest_key(scores, visible, static_cast<uint32_t>(k), sh) : 0;
-  gather_and_sort(scores, visible, threshold, k, sh);
-  write_row(sh, k, a.blocks_budget, scores, visible, ids_out, scores_out);
+  topk_phase(a, t, visible, sh);
+}
+
+// Prefill path, phase 1: one block per chunk of shape.rows rows.
+template <CodeKind kKind, class Code>
+__global__ void __launch_bounds__(kSelectThreads)
+    select_prefill_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a,
+                                SelectPrefillShape shape) {
+  extern __shared__ float tiles_s[];  // q [rows, q_stride] then keys [keys, k_stride], dynamic
+  __shared__ int32_t vis_s[kSelectPrefillMaxRows];
+  __shared__ uint32_t ok_s[kSelectPrefillMaxKeys];
+  score_prefill_chunk<kKind>(index_q, compressed_keys, a, shape, tiles_s,
+                             tiles_s + static_cast<size_t>(shape.rows) * shape.q_stride, vis_s, ok_s);
+}
+
+// Prefill path, phase 2: one block per row over the scratch the scoring
+// kernel wrote earlier on the same stream.
+__global__ void __launch_bounds__(kSelectThreads) select_topk_kernel(SelectArgs a) {
+  __shared__ TopKShared sh;
+  const int64_t t = blockIdx.x;
+  const int32_t visible = guarded_visible(a, t);
+  if (visible == 0) {
+    write_row(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
+              a.block_scores + t * a.blocks_budget);
+    return;
+  }
+  topk_phase(a, t, visible, sh);
 }
 
 template <CodeKind kKind, class Code>
-void launch_kernel(const SelectLayout& l, const void* index_q, const void* compressed_keys,
-                   const SelectArgs& args, hipStream_t stream) {
-  const size_t dynamic_shared = sizeof(float) * static_cast<size_t>(args.heads) * static_cast<size_t>(args.dim);
-  select_decode_kernel<kKind, Code><<<static_cast<unsigned>(l.rows), kSelectThreads, dynamic_shared, stream>>>(
-      static_cast<const Code*>(index_q), static_cast<const Code*>(compressed_keys), args);
+void launch_kernels(const SelectLayout& l, const SelectPrefillShape* prefill, const void* index_q,
+                    const void* compressed_keys, const SelectArgs& args, hipStream_t stream) {
+  const unsigned rows = static_cast<unsigned>(l.rows);
+  if (prefill == nullptr) {
+    const size_t dynamic_shared =
+        sizeof(float) * static_cast<size_t>(args.heads) * static_cast<size_t>(args.dim);
+    select_decode_kernel<kKind, Code><<<rows, kSelectThreads, dynamic_shared, stream>>>(
+        static_cast<const Code*>(index_q), static_cast<const Code*>(compressed_keys), args);
+    QSA_GPU_CHECK_LAUNCH();
+    return;
+  }
+  const int64_t chunks = (l.rows + prefill->rows - 1) / prefill->rows;
+  select_prefill_score_kernel<kKind, Code>
+      <<<static_cast<unsigned>(chunks), kSelectThreads, prefill->shared_bytes(), stream>>>(
+          static_cast<const Code*>(index_q), static_cast<const Code*>(compressed_keys), args, *prefill);
+  QSA_GPU_CHECK_LAUNCH();
+  select_topk_kernel<<<rows, kSelectThreads, 0, stream>>>(args);
   QSA_GPU_CHECK_LAUNCH();
 }
 
@@ -102,11 +129,13 @@ void launch_kernel(const SelectLayout& l, const void* index_q, const void* compr
 void launch_select(const SelectParams& p, const IndexerCodes& codes, const SelectLayout& layout,
                    const void* index_q, const void* compressed_keys, const int32_t* token_to_req,
                    const int32_t* visible_blocks, const int32_t* block_table_c, float* score_scratch,
-                   int32_t* block_ids, float* block_scores, hipStream_t stream) {
+                   int32_t* block_ids, float* block_scores, hipStream_t stream, SelectPath path) {
   using namespace select_detail;
   static_assert(kMaxWinners == kSelectMaxBlocksBudget, "the sort buffer holds K_B keys");
   check_select_params(p, codes);
   check_select_layout(layout);
+  if (path != SelectPath::kAuto && path != SelectPath::kDecode && path != SelectPath::kPrefill)
+    throw ConfigError("launch_select: unknown select path");
   if (layout.rows == 0) return;
   if (index_q == nullptr || token_to_req == nullptr || visible_blocks == nullptr || block_ids == nullptr ||
       block_scores == nullptr)
@@ -122,6 +151,7 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
   args.score_scratch = score_scratch;
   args.block_ids = block_ids;
   args.block_scores = block_scores;
+  args.rows = layout.rows;
   args.num_requests = layout.num_requests;
   args.max_pages = layout.max_pages;
   args.num_pages = layout.num_pages;
@@ -132,12 +162,15 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
   args.blocks_budget = p.blocks_budget;
   args.scale = static_cast<float>(p.score_scale);
 
+  const SelectPrefillShape shape = select_prefill_shape(p);
+  const SelectPrefillShape* prefill =
+      resolve_select_path(p, layout, path) == SelectPath::kPrefill ? &shape : nullptr;
   if (codes.dtype == IndexerDtype::kBf16) {
-    launch_kernel<CodeKind::kBf16, uint16_t>(layout, index_q, compressed_keys, args, stream);
+    launch_kernels<CodeKind::kBf16, uint16_t>(layout, prefill, index_q, compressed_keys, args, stream);
   } else if (codes.fp8_flavor == Fp8Flavor::kE4m3fnuz) {
-    launch_kernel<CodeKind::kFp8Fnuz, uint8_t>(layout, index_q, compressed_keys, args, stream);
+    launch_kernels<CodeKind::kFp8Fnuz, uint8_t>(layout, prefill, index_q, compressed_keys, args, stream);
   } else {  // e4m3fn and its eager-NaN variant decode alike
-    launch_kernel<CodeKind::kFp8Fn, uint8_t>(layout, index_q, compressed_keys, args, stream);
+    launch_kernels<CodeKind::kFp8Fn, uint8_t>(layout, prefill, index_q, compressed_keys, args, stream);
   }
 }
 

@@ -1,4 +1,4 @@
-// Decode-path selection on the GPU (spec section 5, reference/select.hpp):
+// Selection on the GPU (spec section 5, reference/select.hpp):
 //
 //   I(t, b) = s · Σ_h ReLU(q_I[t, h] · k_c[b])   for the visible blocks b < V(t)
 //
@@ -7,11 +7,23 @@
 // (scores then -inf); padding rows (token_to_req = -1) and rows with V = 0
 // are all -1 / -inf.
 //
-// One thread block per query row. Phase 1 scores every visible block into a
-// caller-provided scratch row; phase 2 radix-selects the K-th largest 64-bit
-// key (orderable score bits, inverted id) over that row, gathers the winners
-// and sorts them with a bitonic sort in shared memory. See docs/gpu-validation.md
-// (select) for limits.
+// Two paths share the score scratch and the top-k phase:
+//  - decode: one thread block per query row. Phase 1 scores every visible
+//    block into a caller-provided scratch row; phase 2 radix-selects the K-th
+//    largest 64-bit key (orderable score bits, inverted id) over that row,
+//    gathers the winners and sorts them with a bitonic sort in shared memory.
+//  - prefill: a scoring kernel where one thread block takes a chunk of up to
+//    select_prefill_shape(p).rows consecutive rows (16 for the released
+//    model); each maximal run of rows of ONE request inside the chunk (rows of
+//    different requests never share a run) streams that request's compressed
+//    keys through shared memory in tiles of `keys` blocks, decoded once for
+//    all the run's rows and heads. It writes the same scratch layout, then a
+//    top-k kernel (one block per row) runs phase 2 unchanged.
+// Both paths compute every score with the same fma sequence (per head one fma
+// chain over j = 0 .. d_I - 1, heads added in increasing h, then times s), so
+// the prefill path's scratch, ids and scores are bit-identical to the decode
+// path's. The tiles are found in-kernel from token_to_req: the prefill path
+// needs no extra input. See docs/gpu-validation.md (select) for limits.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +49,39 @@ struct IndexerCodes {
   size_t bytes() const { return dtype == IndexerDtype::kFp8 ? 1 : 2; }
 };
 
+// Which kernels launch_select runs. kAuto takes the prefill path when the
+// rows share keys enough to pay for the separate top-k launch:
+//   real_rows / num_requests >= kSelectPrefillMinRowsPerRequest (8), and
+//   select_prefill_shape(p).rows >= kSelectPrefillMinTileRows (4);
+// otherwise (decode batches, MTP steps, or H_I · d_I so large that a tile
+// holds fewer than 4 rows) the decode path. With 8 rows per request a
+// 16-row chunk holds one or two runs, so each compressed key is read from
+// global memory about 4-16 times less often than by the decode path; with
+// 1-4 rows per request the chunk would serialise several requests' runs in
+// one block. The thresholds are a reasoned default, not yet tuned on a GPU.
+enum class SelectPath { kAuto, kDecode, kPrefill };
+inline constexpr int64_t kSelectPrefillMinRowsPerRequest = 8;
+inline constexpr int kSelectPrefillMinTileRows = 4;
+inline constexpr int kSelectPrefillMaxRows = 16;  // rows per chunk of the prefill scoring kernel
+inline constexpr int kSelectPrefillMaxKeys = 16;  // compressed keys per shared-memory tile
+
+// Shared-memory tile of the prefill scoring kernel for given params: `rows`
+// decoded query rows (row stride q_stride floats) and `keys` decoded
+// compressed keys (stride k_stride floats; odd strides keep the threads of a
+// wave on distinct banks) within kSelectPrefillSharedBytes of dynamic shared
+// memory, below the 48 KiB every backend grants without opting in. H_I = 4,
+// d_I = 128 gives 16 rows and 16 keys; H_I · d_I = 4096 gives 1 row.
+inline constexpr int kSelectPrefillSharedBytes = 44 * 1024;
+struct SelectPrefillShape {
+  int rows = 1;
+  int keys = 1;
+  int q_stride = 1;
+  int k_stride = 1;
+  size_t shared_bytes() const {
+    return sizeof(float) * (static_cast<size_t>(rows) * q_stride + static_cast<size_t>(keys) * k_stride);
+  }
+};
+
 // Sizes of one selection launch. validate_select fills it from host copies of
 // the metadata; launch_select re-checks the parts it can without them.
 struct SelectLayout {
@@ -47,6 +92,8 @@ struct SelectLayout {
   int rows_per_page = 0;     // P / r compressed rows per page
   int32_t max_visible = 0;   // max over rows of visible_blocks
   int64_t score_stride = 0;  // floats per row of the score scratch (>= max_visible)
+  int64_t real_rows = 0;     // rows with token_to_req >= 0; only SelectPath::kAuto reads
+                             // it (0 = unknown: every row counts)
 
   int64_t cache_rows() const { return num_pages * rows_per_page; }
 };
@@ -72,12 +119,20 @@ SelectLayout validate_select(const SelectParams& p, const IndexerCodes& codes, i
 void check_select_params(const SelectParams& p, const IndexerCodes& codes);
 void check_select_layout(const SelectLayout& layout);
 
+// The prefill scoring tile for params that passed check_select_params.
+SelectPrefillShape select_prefill_shape(const SelectParams& p);
+
+// The path launch_select runs for `path` (kAuto resolved as described above).
+SelectPath resolve_select_path(const SelectParams& p, const SelectLayout& layout, SelectPath path);
+
 // Floats the score scratch needs: rows · score_stride.
 inline size_t select_scratch_floats(const SelectLayout& l) {
   return static_cast<size_t>(l.rows) * static_cast<size_t>(l.score_stride);
 }
 
-// Launches the selection on `stream` (asynchronous; nothing is synchronised).
+// Launches the selection on `stream` (asynchronous; nothing is synchronised)
+// through the decode or the prefill path (see SelectPath); both give the same
+// bits and need the same inputs.
 // Device pointers, all row-major:
 //   index_q          [T, H_I, d_I]  uint16_t bf16 bits, or uint8_t fp8 codes (codes.dtype)
 //   compressed_keys  [num_pages · rows_per_page, d_I]  same element type;
@@ -96,6 +151,7 @@ inline size_t select_scratch_floats(const SelectLayout& l) {
 void launch_select(const SelectParams& p, const IndexerCodes& codes, const SelectLayout& layout,
                    const void* index_q, const void* compressed_keys, const int32_t* token_to_req,
                    const int32_t* visible_blocks, const int32_t* block_table_c, float* score_scratch,
-                   int32_t* block_ids, float* block_scores, hipStream_t stream);
+                   int32_t* block_ids, float* block_scores, hipStream_t stream,
+                   SelectPath path = SelectPath::kAuto);
 
 }  // namespace qsa::gpu

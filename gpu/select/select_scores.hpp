@@ -1,5 +1,6 @@
 // Phase 1 of the select kernel: the fp32 block scores of one query row.
-// Device code, included by select.hip only.
+// Device code, included by select.hip only (the prefill path's tiled
+// scoring, select_prefill_scores.hpp, shares score_with).
 //
 //   score(b) = s · Σ_h ReLU(q[h] · k[b])
 //
@@ -28,16 +29,18 @@ __device__ void load_query_row(const Code* q, int n, float* q_s) {
     q_s[i] = decode_code<kKind>(q[i]);
 }
 
-// Score of the block whose d_I codes start at k.
-template <CodeKind kKind, class Code>
-__device__ float score_block(const float* q_s, const Code* k, int heads, int dim, float scale) {
+// The one scoring formula of both paths: `key.at(j)` is the block's decoded
+// key element j (read from the cache by the decode path, from shared memory
+// by the prefill path: the same float either way, so the same bits).
+template <class Key>
+__device__ float score_with(const float* q_s, const Key& key, int heads, int dim, float scale) {
   float sum = 0.0f;
   for (int h0 = 0; h0 < heads; h0 += kHeadGroup) {
     const int nh = heads - h0 < kHeadGroup ? heads - h0 : kHeadGroup;
     float acc[kHeadGroup] = {0.0f, 0.0f, 0.0f, 0.0f};
     const float* qh = q_s + h0 * dim;
     for (int j = 0; j < dim; ++j) {
-      const float kv = decode_code<kKind>(k[j]);
+      const float kv = key.at(j);
 #pragma unroll
       for (int i = 0; i < kHeadGroup; ++i)
         if (i < nh) acc[i] = fmaf(qh[i * dim + j], kv, acc[i]);
@@ -47,6 +50,23 @@ __device__ float score_block(const float* q_s, const Code* k, int heads, int dim
       if (i < nh) sum += relu_keep_nan(acc[i]);
   }
   return sum * scale;
+}
+
+template <CodeKind kKind, class Code>
+struct CodedKey {
+  const Code* k;
+  __device__ float at(int j) const { return decode_code<kKind>(k[j]); }
+};
+
+struct DecodedKey {
+  const float* k;
+  __device__ float at(int j) const { return k[j]; }
+};
+
+// Score of the block whose d_I codes start at k.
+template <CodeKind kKind, class Code>
+__device__ float score_block(const float* q_s, const Code* k, int heads, int dim, float scale) {
+  return score_with(q_s, CodedKey<kKind, Code>{k}, heads, dim, scale);
 }
 
 // Geometry of the paged compressed cache as one request sees it.

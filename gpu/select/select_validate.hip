@@ -54,6 +54,35 @@ void check_select_layout(const SelectLayout& l) {
                      str(l.max_pages) + " pages of " + str(l.rows_per_page) + " rows can hold");
 }
 
+SelectPrefillShape select_prefill_shape(const SelectParams& p) {
+  // Strides of odd length: consecutive key rows (and the query rows of
+  // neighbouring pairs) start on different banks.
+  SelectPrefillShape s;
+  const int64_t qv = int64_t{p.heads} * p.dim;
+  s.q_stride = static_cast<int>(qv % 2 == 0 ? qv + 1 : qv);
+  s.k_stride = p.dim % 2 == 0 ? p.dim + 1 : p.dim;
+  const int64_t budget = kSelectPrefillSharedBytes / static_cast<int64_t>(sizeof(float));
+  s.keys = kSelectPrefillMaxKeys;
+  const int64_t rows = (budget - int64_t{s.keys} * s.k_stride) / s.q_stride;
+  if (rows >= 1) {
+    s.rows = static_cast<int>(rows < kSelectPrefillMaxRows ? rows : kSelectPrefillMaxRows);
+  } else {  // one query row, and as many keys as still fit (>= 1 for H_I * d_I <= 4096)
+    s.rows = 1;
+    const int64_t keys = (budget - s.q_stride) / s.k_stride;
+    s.keys = static_cast<int>(keys < 1 ? 1 : keys);
+  }
+  return s;
+}
+
+SelectPath resolve_select_path(const SelectParams& p, const SelectLayout& layout, SelectPath path) {
+  if (path != SelectPath::kAuto) return path;
+  const int64_t rows = layout.real_rows > 0 ? layout.real_rows : layout.rows;
+  const int64_t requests = layout.num_requests > 0 ? layout.num_requests : 1;
+  const bool shared = rows >= kSelectPrefillMinRowsPerRequest * requests;
+  return shared && select_prefill_shape(p).rows >= kSelectPrefillMinTileRows ? SelectPath::kPrefill
+                                                                             : SelectPath::kDecode;
+}
+
 SelectLayout validate_select(const SelectParams& p, const IndexerCodes& codes, int64_t num_pages,
                              int rows_per_page, const std::vector<int32_t>& token_to_req,
                              const std::vector<int32_t>& visible_blocks, const TensorI32& block_table_c) {
@@ -98,6 +127,7 @@ SelectLayout validate_select(const SelectParams& p, const IndexerCodes& codes, i
                          "; padding rows see no blocks");
       continue;
     }
+    ++l.real_rows;
     if (v > request_visible[req]) request_visible[req] = v;
     if (v > l.max_visible) l.max_visible = v;
   }

@@ -18,7 +18,7 @@ namespace {
 
 struct ReplayArgs {
   std::string trace;
-  std::string mode = "isolated";
+  std::string mode = "auto";  // isolated for the reference, chained for the GPU
   std::string backend = "reference";
   std::string context = "auto";
   std::string report;
@@ -44,7 +44,9 @@ int run_replay(const ReplayArgs& a) {
     validate_config(trace.config);
   }
   ReplayOptions o;
-  o.mode = parse_replay_mode(a.mode);
+  o.mode = a.mode != "auto"                      ? parse_replay_mode(a.mode)
+           : replay_backend_is_gpu(a.backend) ? ReplayMode::kChained
+                                              : ReplayMode::kIsolated;
   o.backend = a.backend;
   o.only_step = a.step;
   o.only_stage = a.stage;
@@ -58,7 +60,8 @@ int run_replay(const ReplayArgs& a) {
       throw ConfigError(fmt::format("unknown --context '{}' (accepted: auto, same, engine)", a.context));
   }
   if (isatty(STDERR_FILENO))
-    fmt::print(stderr, "replaying {} steps of '{}' ({} mode)...\n", trace.steps.size(), a.trace, a.mode);
+    fmt::print(stderr, "replaying {} steps of '{}' ({} mode, backend {})...\n", trace.steps.size(), a.trace,
+               to_string(o.mode), o.backend);
   const ReplayReport report = replay_trace(trace, a.trace, o);
   const bool color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR"));
   if (a.json)
@@ -75,10 +78,16 @@ void add_replay_command(CLI::App& app, CommandContext& ctx) {
   auto a = std::make_shared<ReplayArgs>();
   CLI::App* cmd = app.add_subcommand("replay", "replay a trace and diff every recorded stage");
   cmd->add_option("trace", a->trace, "trace file (HDF5, docs/trace-format.md)")->required();
-  cmd->add_option("--mode", a->mode, "isolated (each stage fed recorded inputs) or chained (end to end)")
-      ->check(CLI::IsMember({"isolated", "chained"}))
+  cmd->add_option("--mode", a->mode,
+                  "isolated (each stage fed recorded inputs), chained (end to end) or auto (isolated for the "
+                  "reference, chained for hip and both)")
+      ->check(CLI::IsMember({"auto", "isolated", "chained"}))
       ->capture_default_str();
-  cmd->add_option("--backend", a->backend, "backend to run: reference")->capture_default_str();
+  cmd->add_option("--backend", a->backend,
+                  "reference (fp64), hip (the GPU kernels against the recording) or both (the GPU against the "
+                  "reference, stage by stage); hip and both need a GPU build")
+      ->check(CLI::IsMember({"reference", "hip", "both"}))
+      ->capture_default_str();
   cmd->add_option("--context", a->context,
                   "tolerances: auto (same for qsa-made traces, engine otherwise), same, engine")
       ->check(CLI::IsMember({"auto", "same", "engine"}));

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "harness/compare/compare.hpp"
+#include "harness/replay/step_runner.hpp"
 #include "reference/step_driver.hpp"
 
 namespace qsa {
@@ -128,14 +129,23 @@ class StepComparer {
 
 }  // namespace
 
+bool replay_backend_is_gpu(const std::string& backend) { return backend == "hip" || backend == "both"; }
+
 ReplayReport replay_trace(const Trace& trace, const std::string& path, const ReplayOptions& o) {
-  if (o.backend != "reference")
-    throw ConfigError(fmt::format("backend '{}' is not available in this build (available: reference)", o.backend));
+  if (o.backend != "reference" && !replay_backend_is_gpu(o.backend))
+    throw ConfigError(fmt::format("unknown backend '{}' (accepted: reference, hip, both)", o.backend));
+  if (replay_backend_is_gpu(o.backend) && o.mode == ReplayMode::kIsolated)
+    throw ConfigError(fmt::format("--backend {} replays chained only: the GPU driver cannot feed recorded stages "
+                                  "(use --mode chained)",
+                                  o.backend));
   if (o.only_step >= static_cast<int>(trace.steps.size()))
     throw ConfigError(fmt::format("--step {} is out of range: the trace has {} steps", o.only_step, trace.steps.size()));
-  const ToleranceContext ctx = !o.auto_context    ? o.context
-                               : trace.producer == "qsa gen" ? ToleranceContext::kSameImplementation
-                                                             : ToleranceContext::kEngine;
+  // A GPU accumulates in fp32: against anything, even a trace this tool
+  // produced, it is a different implementation.
+  const ToleranceContext ctx = !o.auto_context ? o.context
+                               : (trace.producer == "qsa gen" && !replay_backend_is_gpu(o.backend))
+                                   ? ToleranceContext::kSameImplementation
+                                   : ToleranceContext::kEngine;
   ReplayReport report;
   report.trace_path = path;
   report.backend = o.backend;
@@ -143,14 +153,23 @@ ReplayReport replay_trace(const Trace& trace, const std::string& path, const Rep
   report.seed = trace.seed;
   report.repro_base = fmt::format("qsa replay {} --mode {} --backend {}", path, to_string(o.mode), o.backend);
 
-  StepDriver driver(trace.config, trace.weights, trace.geometry);
-  restore_initial_state(trace.initial_state, driver);
+  // `both`: the GPU against the reference, step by step, both chained from
+  // the same initial state; the reference's outputs stand in for the
+  // recording.
+  std::unique_ptr<StepRunner> reference = o.backend == "hip" ? nullptr : make_reference_runner(trace);
+  std::unique_ptr<StepRunner> gpu = replay_backend_is_gpu(o.backend) ? make_gpu_runner(trace) : nullptr;
   StepComparer comparer(trace, o, ctx, report);
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     const TraceStep& step = trace.steps[s];
-    const StepOutputs out =
-        driver.run(step.meta, step.hidden, o.mode == ReplayMode::kIsolated ? &step.recorded : nullptr);
-    comparer.compare(static_cast<int>(s), step.recorded, out);
+    const StageRecord* feed = o.mode == ReplayMode::kIsolated ? &step.recorded : nullptr;
+    if (o.backend == "reference") {
+      comparer.compare(static_cast<int>(s), step.recorded, reference->run(step, feed));
+    } else if (o.backend == "hip") {
+      comparer.compare(static_cast<int>(s), step.recorded, gpu->run(step, nullptr));
+    } else {
+      const StageRecord expected = as_record(reference->run(step, nullptr));
+      comparer.compare(static_cast<int>(s), expected, gpu->run(step, nullptr));
+    }
   }
   return report;
 }

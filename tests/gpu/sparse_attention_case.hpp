@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <cstdlib>
 #include <ostream>
 #include <string>
@@ -20,8 +21,10 @@
 #include "reference/core/float_formats.hpp"
 #include "reference/core/rng.hpp"
 #include "reference/core/step_layout.hpp"
+#include "reference/expand.hpp"
 #include "reference/gate.hpp"
 #include "reference/kv_cache.hpp"
+#include "reference/select.hpp"
 
 namespace qsa::gpu_test {
 
@@ -157,6 +160,176 @@ inline AttnCase make_attn_case(const AttnSpec& s, uint64_t seed) {
   const GateParams gp = make_gate_params(c);
   apply_gate(gp, ref_attn, gate, ref_gated);
   return {s, c, p, gp, make_kv_cache_params(c, num_pages), layout, cache, q, gate, idx, ref_attn, ref_gated};
+}
+
+// ---- prefill steps (tests/gpu/sparse_attention_prefill_test.cpp) ----------
+// Several requests with long chunks (rows per request 1 .. 300) plus two
+// padding rows, and index rows of one of these kinds:
+//  - kRealistic: the reference's select + expand on the causal chunk, with
+//    indexer queries that drift slowly along a request (base + 0.25 noise), so
+//    neighbouring rows select largely the same blocks, as in a real prefill;
+//  - kDisjoint: within every 16 consecutive rows of a request the rows attend
+//    disjoint ranges (the largest union a tile can have);
+//  - kDuplicates: realistic rows where a quarter of the counted columns
+//    repeat an earlier column's id (ids listed two and more times);
+//  - kHoles: realistic rows with -1 holes, ids past seq_len, ids below -1,
+//    ids on request 0's unmapped page 0, random count bounds, a row that
+//    attends nothing and junk ids in the padding rows.
+enum class IdSet { kRealistic, kDisjoint, kDuplicates, kHoles };
+
+struct PrefillAttnSpec {
+  AttnSpec attn;  // dim, kv_heads, group, count, profile, KV dtype and knobs; attn.ids is derived
+  int blocks_budget = 64;  // K_B
+  int ratio = 4;           // r
+  int page = 16;           // P (r must divide it)
+  std::vector<int> chunk = {300, 1, 37};
+  IdSet ids = IdSet::kRealistic;
+};
+
+inline int prefill_row_width(const PrefillAttnSpec& s) { return s.blocks_budget * s.ratio + s.ratio - 1; }
+
+inline std::string prefill_spec_name(const PrefillAttnSpec& s) {
+  AttnSpec a = s.attn;
+  a.ids = prefill_row_width(s);
+  std::string n = spec_name(a) + "_KB" + std::to_string(s.blocks_budget) + "_r" + std::to_string(s.ratio) + "_P" +
+                  std::to_string(s.page) + "_rows";
+  for (int c : s.chunk) n += "_" + std::to_string(c);
+  const char* kinds[] = {"_realistic", "_disjoint", "_duplicates", "_holes"};
+  return n + kinds[static_cast<int>(s.ids)];
+}
+
+inline void PrintTo(const PrefillAttnSpec& s, std::ostream* os) { *os << prefill_spec_name(s); }
+
+// Token ids of a realistic prefill step: the reference's select and expand.
+inline TensorI32 prefill_select_expand(const QsaConfig& c, const StepLayout& layout, uint64_t seed) {
+  const int64_t T = layout.num_tokens;
+  const int HI = c.indexer_heads, dI = c.indexer_head_dim;
+  TensorD qi({T, HI, dI});
+  const CounterRng rq(seed, "gpu.prefill.q_index"), rk(seed, "gpu.prefill.k_index");
+  for (int64_t row = 0; row < T; ++row) {
+    const int req = std::max(layout.token_to_req[row], 0);
+    for (int64_t j = 0; j < int64_t{HI} * dI; ++j)
+      qi.data[static_cast<size_t>(row * HI * dI + j)] =
+          rq.normal(static_cast<uint64_t>(req) * 65536 + static_cast<uint64_t>(j)) +
+          0.25 * rq.normal((uint64_t{1} << 40) + static_cast<uint64_t>(row * HI * dI + j));
+  }
+  const SelectParams sp = make_select_params(c);
+  TensorI32 blocks({T, sp.blocks_budget}, -1);
+  TensorD top({T, sp.blocks_budget}, -std::numeric_limits<double>::infinity());
+  for (int req = 0; req < layout.num_reqs; ++req) {
+    const int64_t n_blocks = layout.seq_lens[req] / c.compress_ratio;
+    TensorD kc;
+    if (n_blocks > 0) {
+      kc = TensorD({n_blocks, dI});
+      for (int64_t i = 0; i < kc.numel(); ++i)
+        kc.data[static_cast<size_t>(i)] = rk.normal(static_cast<uint64_t>(req) * (uint64_t{1} << 32) + static_cast<uint64_t>(i));
+    }
+    select_rows(sp, qi, layout.visible_blocks, layout.row_begin(req), layout.row_end(req), kc, blocks, top);
+  }
+  TensorI32 idx;
+  expand_rows(make_expand_params(c), blocks, layout.pos, idx);
+  return idx;
+}
+
+// The adversarial edits of `kind` on realistic rows (see IdSet).
+inline void prefill_edit_ids(const PrefillAttnSpec& s, const StepLayout& layout, uint64_t seed, TensorI32& idx) {
+  const CounterRng rng(seed, "gpu.prefill.edit");
+  const int64_t W = prefill_row_width(s);
+  const bool count = s.attn.count;
+  for (int64_t row = 0; row < layout.num_tokens; ++row) {
+    int32_t* ids = idx.row(row);
+    const int req = layout.token_to_req[row];
+    const uint64_t at = static_cast<uint64_t>(row) << 20;
+    if (req < 0) {  // padding rows: junk ids, to be ignored
+      if (s.ids == IdSet::kHoles)
+        for (int64_t c = 0; c < W; ++c) ids[c] = static_cast<int32_t>(rng.bits(at + c) % 64);
+      continue;
+    }
+    const int64_t L = layout.seq_lens[req];
+    int64_t n = count ? ids[W] : W;  // counted columns
+    if (s.ids == IdSet::kDisjoint) {
+      const int64_t k = (row - layout.row_begin(req)) % 16;
+      n = std::min<int64_t>(W, std::max<int64_t>(1, L / 16));
+      for (int64_t c = 0; c < W; ++c) ids[c] = c < n ? static_cast<int32_t>(k * n + (n - 1 - c)) : -1;
+      if (k * n + n > L)  // a short request: fewer ids, still disjoint
+        for (int64_t c = 0; c < n; ++c) ids[c] = ids[c] < L ? ids[c] : -1;
+    } else if (s.ids == IdSet::kDuplicates) {
+      for (int64_t c = 1; c < n; ++c)
+        if (rng.bits(at + c) % 4 == 0) ids[c] = ids[rng.bits(at + W + c) % static_cast<uint64_t>(c)];
+    } else if (s.ids == IdSet::kHoles) {
+      if (row == layout.row_begin(std::min(1, layout.num_reqs - 1)) && layout.num_reqs > 1) {
+        for (int64_t c = 0; c < W; ++c) ids[c] = -1;  // attends nothing
+      } else {
+        for (int64_t c = 0; c < n; ++c) {
+          const uint64_t kind = rng.bits(at + 2 * c) % 100;
+          const int64_t u = static_cast<int64_t>(rng.bits(at + 2 * c + 1) >> 1);
+          if (kind < 12) ids[c] = -1;
+          else if (kind < 18) ids[c] = static_cast<int32_t>(L + u % 100);
+          else if (kind < 22) ids[c] = static_cast<int32_t>(-2 - u % 8);
+          else if (kind < 30 && req == 0) ids[c] = static_cast<int32_t>(u % s.page);  // unmapped page 0
+        }
+        if (count && rng.bits(at + 3 * W) % 3 == 0)  // a smaller bound: later columns must be ignored
+          n = static_cast<int64_t>(rng.bits(at + 3 * W + 1) % static_cast<uint64_t>(n + 1));
+      }
+    }
+    if (count) ids[W] = static_cast<int32_t>(n);
+  }
+}
+
+inline AttnCase make_prefill_attn_case(const PrefillAttnSpec& s, uint64_t seed) {
+  QsaConfig c = case_config(s.attn);
+  c.page_size = s.page;
+  c.compress_ratio = s.ratio;
+  c.budget = s.blocks_budget * s.ratio;
+  const int R = static_cast<int>(s.chunk.size());
+  const int32_t K = c.budget;
+  std::vector<int32_t> ctx(static_cast<size_t>(R));
+  for (int i = 0; i < R; ++i) ctx[i] = i == 0 ? K + K / 2 + 7 : i == 1 ? K / 2 + 3 : i == 2 ? 5 : 40 + 17 * i;
+  if (s.ids == IdSet::kHoles) ctx[0] = std::max(ctx[0], s.page + s.page / 2);  // page 0 holds context only
+  int32_t max_len = 1;
+  for (int i = 0; i < R; ++i) max_len = std::max(max_len, ctx[i] + s.chunk[i]);
+  const int32_t pages_per_req = (max_len + c.page_size - 1) / c.page_size;
+  const int64_t num_pages = int64_t{R} * pages_per_req;
+  StepMetadata meta = simple_step(ctx, s.chunk, pages_per_req, /*padding_rows=*/2);
+  meta.ring_blocks.clear();
+  for (int i = 0; i < R; ++i) meta.ring_blocks.push_back(i);
+  const StepLayout full = derive_step_layout(c, {num_pages, num_pages}, meta);
+  MainKvCache cache(make_kv_cache_params(c, num_pages));
+  const int64_t GD = int64_t{c.num_kv_heads} * c.head_dim;
+  const CounterRng rk(seed, "gpu.attention.k"), rv(seed, "gpu.attention.v");
+  std::vector<double> k(static_cast<size_t>(GD)), v(k.size());
+  for (int i = 0; i < full.num_reqs; ++i)
+    for (int64_t t = 0; t < full.seq_lens[i]; ++t) {
+      const int64_t slot = paged_slot(full.block_table, i, t, c.page_size);
+      for (int64_t j = 0; j < GD; ++j) {
+        const uint64_t at = static_cast<uint64_t>(slot * GD + j);
+        k[j] = s.attn.kv == KvDtype::kBf16 ? round_bf16(rk.normal(at)) : rk.normal(at);
+        v[j] = s.attn.kv == KvDtype::kBf16 ? round_bf16(rv.normal(at)) : rv.normal(at);
+      }
+      cache.write(slot, t, k.data(), v.data());
+    }
+  if (s.ids == IdSet::kHoles) meta.block_table.at(0, 0) = -1;  // after the writes, as a freed page
+  const StepLayout layout = derive_step_layout(c, {num_pages, num_pages}, meta);
+
+  TensorI32 idx = prefill_select_expand(c, full, seed);
+  prefill_edit_ids(s, layout, seed, idx);
+
+  AttentionParams p = make_attention_params(c);
+  const int64_t T = layout.num_tokens;
+  TensorD q({T, c.num_heads, c.head_dim}), gate(q.shape);
+  const CounterRng rq(seed, "gpu.attention.q"), rg(seed, "gpu.attention.gate");
+  for (int64_t i = 0; i < q.numel(); ++i) {
+    q.data[i] = round_bf16(rq.normal(static_cast<uint64_t>(i)));
+    gate.data[i] = round_bf16(rg.normal(static_cast<uint64_t>(i)));
+  }
+  TensorD ref_attn, ref_gated;
+  sparse_attention(p, q, idx, layout, cache, ref_attn);
+  const GateParams gp = make_gate_params(c);
+  apply_gate(gp, ref_attn, gate, ref_gated);
+  AttnSpec spec = s.attn;
+  spec.ids = prefill_row_width(s);
+  return {spec, c, p, gp, make_kv_cache_params(c, num_pages), layout, std::move(cache), q, gate, idx, ref_attn,
+          ref_gated};
 }
 
 }  // namespace qsa::gpu_test

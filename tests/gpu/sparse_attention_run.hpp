@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpu/attention/sparse_attention.hpp"
@@ -49,9 +50,22 @@ inline std::vector<uint16_t> bf16_bits_of(const TensorD& t) {
   return out;
 }
 
-inline GpuOutputs run_gpu(const AttnCase& c, int ids_per_split = gpu::kDefaultIdsPerSplit) {
-  const gpu::SparseAttentionDims dims = gpu::validate_sparse_attention(
-      c.params, c.kv_params, c.token_idx, c.layout.token_to_req, c.layout.seq_lens, c.layout.block_table);
+inline gpu::SparseAttentionDims validate_case(const AttnCase& c) {
+  return gpu::validate_sparse_attention(c.params, c.kv_params, c.token_idx, c.layout.token_to_req, c.layout.seq_lens,
+                                        c.layout.block_table);
+}
+
+// The prefill path's plan for the case (built on the host, as a caller would).
+inline gpu::SparseAttentionPrefillPlan prefill_plan(const AttnCase& c) {
+  return gpu::plan_sparse_attention_prefill(c.params, validate_case(c), c.token_idx, c.layout.token_to_req,
+                                            c.layout.seq_lens, c.layout.block_table);
+}
+
+// Runs the case through `path`; a non-null plan is uploaded and passed in the
+// prefill_* arguments (kAuto without a plan is the decode path).
+inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const gpu::SparseAttentionPrefillPlan* plan,
+                               int ids_per_split = gpu::kDefaultIdsPerSplit) {
+  const gpu::SparseAttentionDims dims = validate_case(c);
   const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
   gpu::DeviceBuffer<uint16_t> q(bf16_bits_of(c.q)), gate(bf16_bits_of(c.gate));
   gpu::DeviceBuffer<int32_t> idx(c.token_idx.data), t2r(c.layout.token_to_req), lens(c.layout.seq_lens),
@@ -87,9 +101,26 @@ inline GpuOutputs run_gpu(const AttnCase& c, int ids_per_split = gpu::kDefaultId
   a.gated = gated.get();
   a.workspace = ws.get();
   a.workspace_floats = ws_floats;
-  gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split);
+  gpu::DeviceBuffer<int32_t> tiles, plan_ids;
+  gpu::DeviceBuffer<uint32_t> plan_masks;
+  if (plan != nullptr) {
+    tiles = gpu::DeviceBuffer<int32_t>(plan->tiles);
+    plan_ids = gpu::DeviceBuffer<int32_t>(plan->ids);
+    plan_masks = gpu::DeviceBuffer<uint32_t>(plan->masks);
+    a.prefill_tiles = tiles.get();
+    a.prefill_ids = plan_ids.get();
+    a.prefill_masks = plan_masks.get();
+    a.prefill_num_tiles = plan->num_tiles();
+    a.prefill_num_entries = plan->num_entries();
+    a.prefill_rows_per_tile = plan->rows_per_tile;
+  }
+  gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
   QSA_GPU_CHECK(hipDeviceSynchronize());
   return {attn.download(), gated.download()};
+}
+
+inline GpuOutputs run_gpu(const AttnCase& c, int ids_per_split = gpu::kDefaultIdsPerSplit) {
+  return run_gpu_path(c, gpu::AttentionPath::kAuto, nullptr, ids_per_split);
 }
 
 // What the tolerance of one (row, head) depends on: the attended ids' max
@@ -127,6 +158,32 @@ inline HeadStats head_stats(const AttnCase& c, int64_t row, int h) {
   return st;
 }
 
+// The fp32 bound of A for one (row, head) with stats st: the decode
+// kernel's, or with `entries` >= 0 the prefill kernel's for a tile of that
+// many entries; plus the bf16-P and bf16-logit terms the knobs ask for.
+inline double head_tol(const AttnCase& c, const HeadStats& st, double entries = -1.0) {
+  const AttentionParams& p = c.params;
+  const double n = static_cast<double>(st.n);
+  double tol = entries < 0.0 ? tol::gpu_attention_fp32_tol(st.v_max, st.s_abs, p.head_dim, n)
+                             : tol::gpu_attention_prefill_fp32_tol(st.v_max, st.s_abs, p.head_dim, n, entries);
+  if (p.p_rounding == PRounding::kBf16Unnormalized) tol += tol::kGpuAttentionBf16PRel * st.v_max;
+  if (p.round_logits) tol += tol::gpu_attention_round_logits_tol(st.v_max, st.s_max);
+  return tol;
+}
+
+// Bounds of element i of A and of O against the reference, from its head's bound.
+struct ElementTol {
+  double attn, gated;
+};
+inline ElementTol element_tol(const AttnCase& c, double tol, size_t i) {
+  const double ref = c.ref_attn.data[i], ref_g = c.ref_gated.data[i];
+  const double tol_a = c.params.round_output ? tol::gpu_bf16_store_tol(tol, std::fabs(ref)) : tol;
+  const double sig = 1.0 / (1.0 + std::exp(-c.gate.data[i]));
+  double tol_g = tol_a * sig + tol::kGpuGateFp32Rel * std::fabs(ref_g);
+  if (c.gate_params.round_sigmoid) tol_g += kBf16Eps * std::fabs(ref);
+  return {tol_a, tol::gpu_bf16_store_tol(tol_g, std::fabs(ref_g))};
+}
+
 // Element-wise comparison; reports the number of failures and the worst
 // element (error over tolerance) with its coordinates.
 inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
@@ -147,9 +204,7 @@ inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
   for (int64_t row = 0; row < T; ++row)
     for (int h = 0; h < H; ++h) {
       const HeadStats st = head_stats(c, row, h);
-      double tol = tol::gpu_attention_fp32_tol(st.v_max, st.s_abs, D, static_cast<double>(st.n));
-      if (p.p_rounding == PRounding::kBf16Unnormalized) tol += tol::kGpuAttentionBf16PRel * st.v_max;
-      if (p.round_logits) tol += tol::gpu_attention_round_logits_tol(st.v_max, st.s_max);
+      const double tol = head_tol(c, st);
       for (int d = 0; d < D; ++d) {
         const size_t i = static_cast<size_t>((row * H + h) * D + d);
         const double ref = c.ref_attn.data[i], ref_g = c.ref_gated.data[i];
@@ -162,11 +217,8 @@ inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
                     std::to_string(out.gated[i]));
           continue;
         }
-        const double tol_a = p.round_output ? tol::gpu_bf16_store_tol(tol, std::fabs(ref)) : tol;
-        const double sig = 1.0 / (1.0 + std::exp(-c.gate.data[i]));
-        double tol_g = tol_a * sig + tol::kGpuGateFp32Rel * std::fabs(ref_g);
-        if (c.gate_params.round_sigmoid) tol_g += kBf16Eps * std::fabs(ref);
-        tol_g = tol::gpu_bf16_store_tol(tol_g, std::fabs(ref_g));
+        const ElementTol et = element_tol(c, tol, i);
+        const double tol_a = et.attn, tol_g = et.gated;
         const double err = std::fabs(got - ref), err_g = std::fabs(got_g - ref_g);
         check(err <= tol_a, err / tol_a,
               at + "attn " + std::to_string(got) + " vs reference " + std::to_string(ref) + " (tolerance " +
@@ -178,6 +230,87 @@ inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
     }
   EXPECT_EQ(failures, 0) << "worst error / tolerance " << worst << " at " << worst_at;
   testing::Test::RecordProperty("worst_error_over_tolerance", std::to_string(worst));
+}
+
+// Entries of the prefill tile holding each row (-1: no tile holds it).
+inline std::vector<double> row_tile_entries(const AttnCase& c, const gpu::SparseAttentionPrefillPlan& plan) {
+  std::vector<double> out(static_cast<size_t>(c.layout.num_tokens), -1.0);
+  for (int64_t t = 0; t < plan.num_tiles(); ++t) {
+    const int32_t* tile = &plan.tiles[static_cast<size_t>(4 * t)];
+    for (int32_t r = 0; r < tile[1]; ++r) out[static_cast<size_t>(tile[0] + r)] = tile[3];
+  }
+  return out;
+}
+
+// The prefill path's outputs against the reference (its own bound), the
+// decode path's against the reference (the decode bound), and the two paths
+// against each other (tol::gpu_attention_path_agreement_tol of the two), on
+// A and O; rows that attend nothing must be exact zeros on both paths.
+inline void expect_prefill_matches(const AttnCase& c, const GpuOutputs& decode, const GpuOutputs& prefill,
+                                   const gpu::SparseAttentionPrefillPlan& plan) {
+  const AttentionParams& p = c.params;
+  const int64_t T = c.layout.num_tokens;
+  const int H = p.heads, D = p.head_dim;
+  const std::vector<double> entries = row_tile_entries(c, plan);
+  const char* names[3] = {"prefill vs reference", "decode vs reference", "prefill vs decode"};
+  int64_t failures[3] = {0, 0, 0};
+  double worst[3] = {0.0, 0.0, 0.0};
+  std::string worst_at[3];
+  // Messages are built only for failures and new worst cases (millions of elements pass).
+  auto check = [&](int rel, double got, double want, double tol, const char* what, int64_t row, int h, int d,
+                   int64_t n) {
+    const double err = std::fabs(got - want);
+    const bool ok = err <= tol;
+    if (ok && err <= worst[rel] * tol) return;
+    const std::string at = "row " + std::to_string(row) + " head " + std::to_string(h) + " dim " + std::to_string(d) +
+                           " (" + std::to_string(n) + " ids, tile of " +
+                           std::to_string(static_cast<int64_t>(entries[static_cast<size_t>(row)])) + " entries) " +
+                           what + " " + std::to_string(got) + " vs " + std::to_string(want);
+    if (!ok && ++failures[rel] <= 5) ADD_FAILURE() << names[rel] << ": " << at << ", error " << err << " > " << tol;
+    if (err / tol > worst[rel]) {
+      worst[rel] = err / tol;
+      worst_at[rel] = at;
+    }
+  };
+  std::vector<HeadStats> stats(static_cast<size_t>(T * H));  // the costly part: computed in parallel
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < T * H; ++i) stats[static_cast<size_t>(i)] = head_stats(c, i / H, static_cast<int>(i % H));
+  for (int64_t row = 0; row < T; ++row) {
+    ASSERT_GE(entries[static_cast<size_t>(row)], 0.0) << "row " << row << " lies in no prefill tile";
+    for (int h = 0; h < H; ++h) {
+      const HeadStats& st = stats[static_cast<size_t>(row * H + h)];
+      const double tol_d = head_tol(c, st), tol_p = head_tol(c, st, entries[static_cast<size_t>(row)]);
+      for (int d = 0; d < D; ++d) {
+        const size_t i = static_cast<size_t>((row * H + h) * D + d);
+        if (st.n == 0) {  // padding rows and rows without an attended id are exactly 0 on both paths
+          const bool zero = prefill.attn[i] == 0.0f && prefill.gated[i] == 0 && decode.attn[i] == 0.0f &&
+                            decode.gated[i] == 0;
+          if (!zero && ++failures[0] <= 5)
+            ADD_FAILURE() << "row " << row << " head " << h << " dim " << d
+                          << ": expected exact zeros, got prefill attn " << prefill.attn[i] << " gated bits "
+                          << prefill.gated[i] << ", decode attn " << decode.attn[i] << " gated bits "
+                          << decode.gated[i];
+          continue;
+        }
+        const ElementTol et_d = element_tol(c, tol_d, i), et_p = element_tol(c, tol_p, i);
+        const double ref = c.ref_attn.data[i], ref_g = c.ref_gated.data[i];
+        const double pa = prefill.attn[i], pg = gpu::bf16_to_float(prefill.gated[i]);
+        const double da = decode.attn[i], dg = gpu::bf16_to_float(decode.gated[i]);
+        check(0, pa, ref, et_p.attn, "attn", row, h, d, st.n);
+        check(0, pg, ref_g, et_p.gated, "gated", row, h, d, st.n);
+        check(1, da, ref, et_d.attn, "attn", row, h, d, st.n);
+        check(1, dg, ref_g, et_d.gated, "gated", row, h, d, st.n);
+        check(2, pa, da, tol::gpu_attention_path_agreement_tol(et_d.attn, et_p.attn), "attn", row, h, d, st.n);
+        check(2, pg, dg, tol::gpu_attention_path_agreement_tol(et_d.gated, et_p.gated), "gated", row, h, d, st.n);
+      }
+    }
+  }
+  for (int rel = 0; rel < 3; ++rel) {
+    EXPECT_EQ(failures[rel], 0) << names[rel] << ": worst error / tolerance " << worst[rel] << " at "
+                                << worst_at[rel];
+    testing::Test::RecordProperty(std::string("worst_") + (rel == 0 ? "prefill" : rel == 1 ? "decode" : "paths"),
+                                  std::to_string(worst[rel]));
+  }
 }
 
 }  // namespace qsa::gpu_test
