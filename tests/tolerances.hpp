@@ -405,4 +405,20 @@ inline double gpu_attention_path_agreement_tol(double tol_decode, double tol_pre
   return tol_decode + tol_prefill;
 }
 
+// ---- GPU attention with bf16-normalised P (tests/gpu/sparse_attention_normalized_test.cpp) ----
+// P_j = bf16(exp(S_j - m) / l) (hf-eager), m and l the row's max and sum:
+// fp32 on the GPU (a merge of per-split (m, l) by log-sum-exp), fp64 in the
+// reference. Before rounding the two weights differ by what
+// gpu_attention_fp32_tol already bounds (logit dot, exp, sum, division;
+// weights that sum to 1 as with the divisor l). Rounding is monotone and
+// the fp32 difference is far below a bf16 ulp, so the rounded weights are
+// equal or neighbours: |bf16(x) - bf16(y)| <= |x - y| + (one spacing), and
+// two neighbouring bf16 values r1 < r2 differ by ulp(r1) <= 2^-7 r1, so by
+// at most 2^-7 of the reference's rounded weight P_j. Summed over the row:
+// |dA| <= fp32 term + 2^-7 Σ P_j|V_j| <= fp32 term + 2^-7 (1 + 2^-8) v_max,
+// since the rounded weights, each within half an ulp (2^-8 relative) of
+// weights summing to 1, sum to <= 1 + 2^-8. The relative factor below is
+// that 2^-7 (1 + 2^-8) = kBf16Eps (1 + kBf16Eps / 2).
+inline constexpr double kGpuAttentionBf16NormalizedPRel = kBf16Eps * (1.0 + kBf16Eps / 2.0);
+
 }  // namespace qsa::tol

@@ -5,6 +5,7 @@
 
 #include "gpu/attention/attention_tile.hpp"
 #include "gpu/attention/sparse_attention.hpp"
+#include "gpu/attention/sparse_attention_normalized.hpp"
 #include "gpu/attention/sparse_attention_prefill.hpp"
 
 namespace qsa::gpu {
@@ -161,6 +162,15 @@ AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const Spar
                                                                                               : AttentionPath::kDecode;
 }
 
+AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
+                                     const SparseAttentionArgs& args, AttentionPath path) {
+  if (p.p_rounding != PRounding::kBf16Normalized) return resolve_attention_path(dims, args, path);
+  if (path == AttentionPath::kPrefill)
+    throw ConfigError("gpu attention: the prefill path does not implement p_rounding = bf16 normalised "
+                      "(hf-eager); use the decode path (kAuto or kDecode)");
+  return AttentionPath::kDecode;
+}
+
 namespace {
 
 // The prefill path's own checks: a plan for these params that covers the step.
@@ -196,7 +206,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     throw InputError("gpu attention: dims (T = " + std::to_string(dims.num_tokens) + ", R = " +
                      std::to_string(dims.num_reqs) + ", num_pages = " + std::to_string(dims.num_pages) +
                      ") do not describe this launch; take them from validate_sparse_attention");
-  const bool prefill = resolve_attention_path(dims, args, path) == AttentionPath::kPrefill;
+  const bool prefill = resolve_attention_path(p, dims, args, path) == AttentionPath::kPrefill;
   const int group = p.heads / p.kv_heads;
   const SparseAttentionPrefillShape shape = sparse_attention_prefill_shape(p);
   const int head_chunks =
@@ -271,6 +281,10 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * splits * p.head_dim;
   }
 
+  if (p.p_rounding == PRounding::kBf16Normalized) {
+    attn::launch_normalized(a, p.head_dim, group, dims.num_tokens, kv.dtype == KvDtype::kFp8, stream);
+    return;
+  }
   if (kv.dtype == KvDtype::kFp8)
     dispatch_dim<uint8_t>(a, p.head_dim, group, dims.num_tokens, stream);
   else

@@ -17,6 +17,11 @@
 // Rows with more than ids_per_split counted columns are split; a second
 // kernel merges the partial (m, l, acc) by log-sum-exp.
 //
+// p_rounding = kBf16Normalized (hf-eager) runs on the decode path only, as
+// a stats pass (m, l) then a PV pass with P = bf16(exp(S - m) / l) against
+// the row's global m and l (sparse_attention_normalized.hpp); kAuto never
+// takes the prefill path for it.
+//
 // Precision: with P rounded to bf16 the kernel rounds exp(S - m) against the
 // running (tile or split) max and rescales afterwards, as online-softmax
 // engines do; the reference rounds exp(S - max) against the row's global
@@ -71,6 +76,11 @@ struct SparseAttentionArgs {
 // described at AttentionPath).
 AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const SparseAttentionArgs& args,
                                      AttentionPath path);
+// The same for params p: with p.p_rounding = kBf16Normalized always the
+// decode path (the prefill kernel does not implement it; kPrefill asked for
+// explicitly is a ConfigError), otherwise as above.
+AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
+                                     const SparseAttentionArgs& args, AttentionPath path);
 
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards

@@ -22,10 +22,6 @@ void check_sparse_attention_params(const AttentionParams& p, const KvCacheParams
   if (p.index_width < 0 || (p.count_column && p.index_width < 1))
     throw InputError(fmt::format("gpu attention: index_width = {} leaves no room for the count column",
                                  p.index_width));
-  if (p.p_rounding == PRounding::kBf16Normalized)
-    throw ConfigError("gpu attention: p_rounding = bf16 normalised (hf-eager) needs the row's full softmax "
-                      "before PV, which the online-softmax kernel does not compute; use none or bf16 "
-                      "unnormalised");
   if (p.octave_shadow)
     throw ConfigError("gpu attention: Octave shadow copies are not implemented in the kernel");
   if (kv.dtype != KvDtype::kBf16 && kv.dtype != KvDtype::kFp8)

@@ -31,8 +31,9 @@ enum class TokenIdCheck { kLenient, kStrict };
 inline bool supported_head_dim(int d) { return d == 32 || d == 64 || d == 128 || d == 256; }
 
 // Params the kernel implements: ConfigError for what it does not (head_dim
-// outside {32, 64, 128, 256}, bf16-normalised P, Octave KV or its shadow
-// copies), InputError for params that contradict each other.
+// outside {32, 64, 128, 256}, Octave KV or its shadow copies), InputError
+// for params that contradict each other. Every p_rounding is implemented
+// (bf16-normalised P on the decode path only).
 void check_sparse_attention_params(const AttentionParams& p, const KvCacheParams& kv);
 
 // Checks host copies of the index inputs and returns the launch sizes:
@@ -54,7 +55,8 @@ inline constexpr int kSparseAttentionTile = 128;
 inline constexpr int kDefaultIdsPerSplit = 256;
 int sparse_attention_splits(const AttentionParams& p, int ids_per_split = kDefaultIdsPerSplit);
 // Floats of workspace a launch needs (0 with one split): per (row, head,
-// split) D accumulators plus the running max and sum.
+// split) D accumulators plus the running max and sum (with bf16-normalised
+// P: the split's partial PV sum and its softmax max and sum).
 size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
                                          int ids_per_split = kDefaultIdsPerSplit);
 

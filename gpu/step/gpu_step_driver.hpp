@@ -15,9 +15,10 @@
 // cache tags (cache_tags.hpp), so bad traces fail with the reference's
 // InputError and no kernel reads out of bounds.
 //
-// What it runs: the engine-style precision of bf16 activations. Configs the
-// kernels do not implement (fp64 storage, Octave KV, bf16-normalised P) are
-// a ConfigError from check_gpu_supported, naming the field.
+// What it runs: bf16 activations (the engine and hf-eager profiles; hf-eager's
+// bf16-normalised P takes the two-pass decode attention). Configs the kernels
+// do not implement (unrounded fp64 storage, Octave KV) are a ConfigError from
+// check_gpu_supported, naming the field.
 #pragma once
 
 #include <memory>

@@ -109,14 +109,10 @@ inline void fill_ids(const CounterRng& rng, int64_t row, int64_t L, bool unmappe
   }
 }
 
-inline AttnCase make_attn_case(const AttnSpec& s, uint64_t seed) {
-  const QsaConfig c = case_config(s);
-  const int32_t ctx0 = s.ids + 150, ctx1 = std::max(s.ids / 2, 8) + 20;
-  const int32_t pages_per_req = (std::max(ctx0 + 1, ctx1 + 2) + c.page_size - 1) / c.page_size;
-  const int64_t num_pages = 2 * int64_t{pages_per_req};
-  StepMetadata meta = simple_step({ctx0, ctx1}, {1, 2}, pages_per_req, /*padding_rows=*/1);
-  meta.ring_blocks = {0, 1};
-  const StepLayout full = derive_step_layout(c, {num_pages, num_pages}, meta);
+// A cache of num_pages pages of config c with random K and V at every token
+// of `full` (every page still mapped), drawn per cache slot.
+inline MainKvCache random_kv_cache(const QsaConfig& c, const StepLayout& full, int64_t num_pages, KvDtype kv,
+                                   uint64_t seed) {
   MainKvCache cache(make_kv_cache_params(c, num_pages));
   const int64_t GD = int64_t{c.num_kv_heads} * c.head_dim;
   const CounterRng rk(seed, "gpu.attention.k"), rv(seed, "gpu.attention.v");
@@ -127,11 +123,25 @@ inline AttnCase make_attn_case(const AttnSpec& s, uint64_t seed) {
       for (int64_t j = 0; j < GD; ++j) {
         const uint64_t at = static_cast<uint64_t>(slot * GD + j);
         // bf16 values, so that a bf16 cache stores them exactly in every profile.
-        k[j] = s.kv == KvDtype::kBf16 ? round_bf16(rk.normal(at)) : rk.normal(at);
-        v[j] = s.kv == KvDtype::kBf16 ? round_bf16(rv.normal(at)) : rv.normal(at);
+        k[j] = kv == KvDtype::kBf16 ? round_bf16(rk.normal(at)) : rk.normal(at);
+        v[j] = kv == KvDtype::kBf16 ? round_bf16(rv.normal(at)) : rv.normal(at);
       }
       cache.write(slot, t, k.data(), v.data());
     }
+  return cache;
+}
+
+// The case of spec s built from config c (case_config(s), possibly edited:
+// another precision profile or knob); params, gate params and the reference
+// come from c. make_attn_case(s, seed) below is this with case_config(s).
+inline AttnCase make_attn_case(const AttnSpec& s, const QsaConfig& c, uint64_t seed) {
+  const int32_t ctx0 = s.ids + 150, ctx1 = std::max(s.ids / 2, 8) + 20;
+  const int32_t pages_per_req = (std::max(ctx0 + 1, ctx1 + 2) + c.page_size - 1) / c.page_size;
+  const int64_t num_pages = 2 * int64_t{pages_per_req};
+  StepMetadata meta = simple_step({ctx0, ctx1}, {1, 2}, pages_per_req, /*padding_rows=*/1);
+  meta.ring_blocks = {0, 1};
+  const StepLayout full = derive_step_layout(c, {num_pages, num_pages}, meta);
+  MainKvCache cache = random_kv_cache(c, full, num_pages, s.kv, seed);
   meta.block_table.at(0, 1) = -1;  // request 0 loses page 1 (tokens 64..127) after the writes
   StepLayout layout = derive_step_layout(c, {num_pages, num_pages}, meta);
 
@@ -160,6 +170,15 @@ inline AttnCase make_attn_case(const AttnSpec& s, uint64_t seed) {
   const GateParams gp = make_gate_params(c);
   apply_gate(gp, ref_attn, gate, ref_gated);
   return {s, c, p, gp, make_kv_cache_params(c, num_pages), layout, cache, q, gate, idx, ref_attn, ref_gated};
+}
+
+inline AttnCase make_attn_case(const AttnSpec& s, uint64_t seed) { return make_attn_case(s, case_config(s), seed); }
+
+// Recomputes the reference outputs from the case's params, gate params and
+// token_idx, after a test edited them.
+inline void refresh_reference(AttnCase& c) {
+  sparse_attention(c.params, c.q, c.token_idx, c.layout, c.cache, c.ref_attn);
+  apply_gate(c.gate_params, c.ref_attn, c.gate, c.ref_gated);
 }
 
 // ---- prefill steps (tests/gpu/sparse_attention_prefill_test.cpp) ----------
@@ -294,20 +313,7 @@ inline AttnCase make_prefill_attn_case(const PrefillAttnSpec& s, uint64_t seed) 
   meta.ring_blocks.clear();
   for (int i = 0; i < R; ++i) meta.ring_blocks.push_back(i);
   const StepLayout full = derive_step_layout(c, {num_pages, num_pages}, meta);
-  MainKvCache cache(make_kv_cache_params(c, num_pages));
-  const int64_t GD = int64_t{c.num_kv_heads} * c.head_dim;
-  const CounterRng rk(seed, "gpu.attention.k"), rv(seed, "gpu.attention.v");
-  std::vector<double> k(static_cast<size_t>(GD)), v(k.size());
-  for (int i = 0; i < full.num_reqs; ++i)
-    for (int64_t t = 0; t < full.seq_lens[i]; ++t) {
-      const int64_t slot = paged_slot(full.block_table, i, t, c.page_size);
-      for (int64_t j = 0; j < GD; ++j) {
-        const uint64_t at = static_cast<uint64_t>(slot * GD + j);
-        k[j] = s.attn.kv == KvDtype::kBf16 ? round_bf16(rk.normal(at)) : rk.normal(at);
-        v[j] = s.attn.kv == KvDtype::kBf16 ? round_bf16(rv.normal(at)) : rv.normal(at);
-      }
-      cache.write(slot, t, k.data(), v.data());
-    }
+  MainKvCache cache = random_kv_cache(c, full, num_pages, s.attn.kv, seed);
   if (s.ids == IdSet::kHoles) meta.block_table.at(0, 0) = -1;  // after the writes, as a freed page
   const StepLayout layout = derive_step_layout(c, {num_pages, num_pages}, meta);
 

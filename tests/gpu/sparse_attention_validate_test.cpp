@@ -108,7 +108,7 @@ TEST(GpuSparseAttentionValidate, RejectsUnsupportedConfigurations) {
   p = c.params;
   kv = c.kv_params;
   p.p_rounding = PRounding::kBf16Normalized;
-  EXPECT_THROW(check(), ConfigError);
+  EXPECT_NO_THROW(check()) << "bf16-normalised P (hf-eager) runs on the decode path";
   p = c.params;
   p.octave_shadow = true;
   EXPECT_THROW(check(), ConfigError);
