@@ -1,0 +1,143 @@
+// attention/<shape>/<kv dtype>: gpu::launch_sparse_attention (split-K sparse
+// GQA with the sigmoid-gate epilogue) over a paged main KV cache, on
+// token-index rows expanded from random selections of a causal context:
+// the decode path (split-K) at decode shapes, the prefill path at prefill
+// shapes with its host-built plan (not timed; its arrays are not in the
+// cost model's minimal bytes). The label names the path.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/attention/sparse_attention.hpp"
+#include "gpu/attention/sparse_attention_validate.hpp"
+#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/gpu/bench_registry.hpp"
+#include "harness/bench/gpu/device_slab.hpp"
+#include "harness/bench/gpu/gpu_shapes.hpp"
+#include "harness/bench/gpu/gpu_timing.hpp"
+
+namespace qsa::bench {
+
+namespace {
+
+// The prefill plan of one input set on the device.
+struct DevicePlan {
+  gpu::DeviceBuffer<int32_t> tiles, ids;
+  gpu::DeviceBuffer<uint32_t> masks;
+  int64_t num_tiles = 0, num_entries = 0;
+  int rows_per_tile = 0;
+};
+
+void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dtype, gpu::AttentionPath path) {
+  const GpuEnv& env = gpu_env();
+  QsaConfig c = bench_config();
+  c.kv_dtype = dtype;
+  const AttentionParams p = make_attention_params(c);
+  const GateParams gp = make_gate_params(c);
+  const auto R = static_cast<int64_t>(shape.requests.size());
+  const int64_t T = shape.rows();
+  const size_t e = static_cast<size_t>(kv_element_bytes(dtype));
+  const size_t slot_bytes = static_cast<size_t>(c.num_kv_heads) * static_cast<size_t>(c.head_dim) * e;
+  const double page_bytes = 2.0 * static_cast<double>(c.page_size) * static_cast<double>(slot_bytes);  // K and V
+  const int64_t max_pool_pages = static_cast<int64_t>(kPoolBytes / page_bytes);
+
+  // The first set's ids give the exact distinct-token count of the cost (the
+  // sets differ only in their random draws); the cost sizes the rotation.
+  const PagePool first_pool = make_page_pool(R * pages_per_request(c, shape), max_pool_pages, false, env.seed);
+  const int64_t unique = make_batch_metadata(c, shape, first_pool, 0, env.seed, Want::kTokenIdx).unique_kv_tokens;
+  const KernelCost cost = attention_cost(c, shape, unique);
+  const int copies = rotation_copies(cost.bytes);
+  const PagePool pool = make_page_pool(copies * R * pages_per_request(c, shape), max_pool_pages, env.shuffled_pages,
+                                       env.seed);
+  const KvCacheParams kv = make_kv_cache_params(c, pool.pages);
+
+  Slab<int32_t> idx, t2r, lens, table;
+  gpu::SparseAttentionDims dims;
+  std::vector<DevicePlan> plans;
+  for (int k = 0; k < copies; ++k) {
+    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx);
+    dims = gpu::validate_sparse_attention(p, kv, m.token_idx, m.token_to_req, m.seq_lens, m.block_table,
+                                          gpu::TokenIdCheck::kStrict);
+    if (path == gpu::AttentionPath::kPrefill) {
+      const gpu::SparseAttentionPrefillPlan plan =
+          gpu::plan_sparse_attention_prefill(p, dims, m.token_idx, m.token_to_req, m.seq_lens, m.block_table);
+      plans.push_back({gpu::DeviceBuffer<int32_t>(plan.tiles), gpu::DeviceBuffer<int32_t>(plan.ids),
+                       gpu::DeviceBuffer<uint32_t>(plan.masks), plan.num_tiles(), plan.num_entries(),
+                       plan.rows_per_tile});
+    }
+    idx.add(m.token_idx.data);
+    t2r.add(m.token_to_req);
+    lens.add(m.seq_lens);
+    table.add(m.block_table.data);
+  }
+  idx.upload();
+  t2r.upload();
+  lens.upload();
+  table.upload();
+
+  const FillKind kv_kind = fill_kind(dtype, c.fp8_flavor);
+  const size_t pool_bytes = static_cast<size_t>(pool.pages) * static_cast<size_t>(c.page_size) * slot_bytes;
+  Slab<uint8_t> k_cache, v_cache;
+  k_cache.allocate(1, pool_bytes);
+  v_cache.allocate(1, pool_bytes);
+  k_cache.fill(kv_kind, "attention.k_cache");
+  v_cache.fill(kv_kind, "attention.v_cache");
+  const size_t thd = static_cast<size_t>(T) * static_cast<size_t>(p.heads) * static_cast<size_t>(p.head_dim);
+  Slab<uint16_t> q, gate, gated;
+  Slab<float> attn, workspace;
+  q.allocate(copies, thd);
+  gate.allocate(copies, thd);
+  q.fill(FillKind::kBf16, "attention.q");
+  gate.fill(FillKind::kBf16, "attention.gate");
+  attn.allocate(copies, thd);
+  gated.allocate(copies, thd);
+  // Split-K partials of the decode path, shared by the sets as an engine reuses one workspace.
+  const size_t ws_floats = path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims) : 0;
+  workspace.allocate(1, ws_floats);
+
+  state.SetLabel(path == gpu::AttentionPath::kPrefill ? "path=prefill" : "path=decode");
+  const Timing t = time_launches(state, copies, [&](int k) {
+    gpu::SparseAttentionArgs a;
+    a.q = q.at(k);
+    a.gate = gate.at(k);
+    a.token_idx = idx.at(k);
+    a.token_to_req = t2r.at(k);
+    a.seq_lens = lens.at(k);
+    a.block_table = table.at(k);
+    a.k_cache = k_cache.at(0);
+    a.v_cache = v_cache.at(0);
+    a.attn = attn.at(k);
+    a.gated = gated.at(k);
+    a.workspace = ws_floats > 0 ? workspace.at(0) : nullptr;
+    a.workspace_floats = ws_floats;
+    if (path == gpu::AttentionPath::kPrefill) {
+      const DevicePlan& plan = plans[static_cast<size_t>(k)];
+      a.prefill_tiles = plan.tiles.get();
+      a.prefill_ids = plan.ids.get();
+      a.prefill_masks = plan.masks.get();
+      a.prefill_num_tiles = plan.num_tiles;
+      a.prefill_num_entries = plan.num_entries;
+      a.prefill_rows_per_tile = plan.rows_per_tile;
+    }
+    gpu::launch_sparse_attention(p, gp, kv, dims, a, env.stream, gpu::kDefaultIdsPerSplit, path);
+  });
+  set_cost_counters(state, t, cost);
+}
+
+void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path) {
+  register_gpu_benchmark("attention/" + s.name + "/" + dtype_name(dtype),
+                         [shape = s.shape, dtype, path](benchmark::State& st) {
+                           guarded(st, [&] { bench_attention(st, shape, dtype, path); });
+                         });
+}
+
+}  // namespace
+
+void register_attention_benchmarks() {
+  for (const KvDtype d : {KvDtype::kBf16, KvDtype::kFp8})
+    for (const NamedShape& s : decode_grid()) add(s, d, gpu::AttentionPath::kDecode);
+  for (const KvDtype d : {KvDtype::kBf16, KvDtype::kFp8})
+    for (const NamedShape& s : prefill_grid(d == KvDtype::kFp8)) add(s, d, gpu::AttentionPath::kPrefill);
+}
+
+}  // namespace qsa::bench

@@ -1,0 +1,292 @@
+// step_no_gemm/<shape>/<dtype>: the launches the GPU step driver
+// (gpu/step/gpu_step_driver.cpp) issues between the input projections and
+// o_proj — launch_prepare -> launch_select -> launch_expand ->
+// launch_sparse_attention, decode paths — timed as one region, each launch
+// reading what the one before wrote (prepare's indexer Q, Q and gate; the
+// selected ids; the expanded token ids). step/<shape>/<dtype> adds the four
+// input projections before and o_proj after (launch_projection, fp32 out, as
+// the driver runs them). <dtype> is the indexer and the KV dtype together.
+//
+// Issue 7's target: step_no_gemm/decode/b64/ctx32768/bf16 at least 5x faster
+// than the eager PyTorch baseline (1723 µs). Not timed, unlike the driver:
+// the host checks (the launchers' validators run once per input set at
+// set-up), the token-id download, the MTP save and the per-step workspace
+// allocations.
+//
+// Metadata per input set: make_batch_metadata's pages and rows (the KV and
+// compressed caches share the page ids, as block_table_c = block_table in
+// the driver), ring block copy · R + i. Its random token ids are used only
+// on the host, to size the attention launch and the cost's KV term; the
+// device runs on the ids select and expand produce from random keys.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/attention/sparse_attention.hpp"
+#include "gpu/attention/sparse_attention_validate.hpp"
+#include "gpu/expand/expand.hpp"
+#include "gpu/prepare/prepare.hpp"
+#include "gpu/prepare/prepare_validate.hpp"
+#include "gpu/projection/projection.hpp"
+#include "gpu/select/select.hpp"
+#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/gpu/bench_registry.hpp"
+#include "harness/bench/gpu/device_slab.hpp"
+#include "harness/bench/gpu/gpu_shapes.hpp"
+#include "harness/bench/gpu/gpu_timing.hpp"
+#include "reference/core/step_layout.hpp"
+
+namespace qsa::bench {
+
+namespace {
+
+constexpr int64_t kStepContexts[] = {32768, 131072};
+constexpr int64_t kFullStepContext = 32768;
+constexpr int kFullStepBatches[] = {1, 64};
+constexpr int kFp8Batch = 64;
+constexpr int64_t kFp8Context = 32768;
+
+size_t sz(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+// The step's metadata for input set `copy`, from the benchmarks' shared rows
+// and page tables.
+StepMetadata step_metadata(const BatchMetadata& m, const StepShape& s, int copy) {
+  const int R = static_cast<int>(s.requests.size());
+  StepMetadata meta;
+  meta.query_start_loc.push_back(0);
+  for (const RequestChunk& q : s.requests)
+    meta.query_start_loc.push_back(meta.query_start_loc.back() + static_cast<int32_t>(q.query_len));
+  meta.seq_lens = m.seq_lens;
+  meta.block_table = m.block_table;
+  meta.positions = TensorI64({static_cast<int64_t>(m.pos.size())});
+  meta.positions.data = m.pos;
+  for (int i = 0; i < R; ++i) meta.ring_blocks.push_back(copy * R + i);
+  return meta;
+}
+
+// The layer's projection weights, one set per input set: at decode rows they
+// are most of a step's bytes, and an engine reads them from DRAM every layer.
+struct Weights {
+  Slab<uint16_t> index_qk, q, k, v, o;
+};
+
+void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool gemms) {
+  const GpuEnv& env = gpu_env();
+  QsaConfig c = bench_config();
+  c.indexer_dtype = fp8 ? IndexerDtype::kFp8 : IndexerDtype::kBf16;
+  c.kv_dtype = fp8 ? KvDtype::kFp8 : KvDtype::kBf16;
+  const int R = static_cast<int>(shape.requests.size());
+  const int64_t T = shape.rows();
+  const int HI = c.indexer_heads, dI = c.indexer_head_dim, H = c.num_heads, G = c.num_kv_heads, D = c.head_dim;
+  const int rpp = c.compressed_rows_per_page();
+  const size_t e_kv = static_cast<size_t>(kv_element_bytes(c.kv_dtype));
+  const size_t e_ix = static_cast<size_t>(indexer_element_bytes(c.indexer_dtype));
+  const size_t slot_bytes = static_cast<size_t>(G) * static_cast<size_t>(D) * e_kv;
+  const double page_bytes = 2.0 * static_cast<double>(c.page_size) * static_cast<double>(slot_bytes) +
+                            static_cast<double>(rpp) * static_cast<double>(dI) * static_cast<double>(e_ix);
+  const int64_t max_pool_pages = static_cast<int64_t>(kPoolBytes / page_bytes);
+  const int64_t ppr = pages_per_request(c, shape);
+
+  // As attention_bench: the first set's ids give the KV term, the cost sizes the rotation.
+  const PagePool first_pool = make_page_pool(R * ppr, max_pool_pages, false, env.seed);
+  const int64_t unique = make_batch_metadata(c, shape, first_pool, 0, env.seed, Want::kTokenIdx).unique_kv_tokens;
+  const KernelCost cost = gemms ? step_cost(c, shape, unique) : step_no_gemm_cost(c, shape, unique);
+  const int copies = rotation_copies(cost.bytes);
+  const PagePool pool = make_page_pool(copies * R * ppr, max_pool_pages, env.shuffled_pages, env.seed);
+  const CacheGeometry geometry{pool.pages, int64_t{copies} * R};
+
+  const gpu::PrepareParams pp = gpu::make_prepare_params(c, pool.pages);
+  const SelectParams sp = make_select_params(c);
+  const gpu::IndexerCodes codes{c.indexer_dtype, c.fp8_flavor};
+  const ExpandParams ep = make_expand_params(c);
+  const AttentionParams ap = make_attention_params(c);
+  const GateParams gp = make_gate_params(c);
+  const KvCacheParams kvp = make_kv_cache_params(c, pool.pages);
+  gpu::PrepareLayout layout;
+  layout.num_tokens = T;
+  layout.num_reqs = R;
+  layout.num_ring_slots = geometry.num_ring_blocks * c.ring_capacity();
+  layout.num_compressed_rows = pool.pages * rpp;
+  layout.num_kv_slots = pool.pages * c.page_size;
+  const std::vector<int64_t> ring_tags(static_cast<size_t>(layout.num_ring_slots), -1);
+
+  Slab<int32_t> t2r, starts, ring_blocks, vis, lens, table, table_c;
+  Slab<int64_t> pos, rope_pos, main_slot, ring_slot, comp_slot;
+  gpu::SelectLayout sl;
+  gpu::SparseAttentionDims dims;
+  for (int k = 0; k < copies; ++k) {
+    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx);
+    const StepLayout l = derive_step_layout(c, geometry, step_metadata(m, shape, k));
+    gpu::validate_prepare(pp, l, ring_tags);
+    sl = gpu::validate_select(sp, codes, pool.pages, rpp, l.token_to_req, l.visible_blocks, l.block_table_c);
+    gpu::validate_expand(ep, m.block_ids, l.pos);
+    dims = gpu::validate_sparse_attention(ap, kvp, m.token_idx, l.token_to_req, l.seq_lens, l.block_table,
+                                          gpu::TokenIdCheck::kStrict);
+    t2r.add(l.token_to_req);
+    starts.add(l.starts);
+    ring_blocks.add(l.ring_blocks);
+    vis.add(l.visible_blocks);
+    lens.add(l.seq_lens);
+    table.add(l.block_table.data);
+    table_c.add(l.block_table_c.data);
+    pos.add(l.pos);
+    rope_pos.add(l.rope_pos.data);
+    main_slot.add(l.main_slot);
+    ring_slot.add(l.ring_slot);
+    comp_slot.add(l.compressed_slot);
+  }
+  for (auto* s : {&t2r, &starts, &ring_blocks, &vis, &lens, &table, &table_c}) s->upload();
+  for (auto* s : {&pos, &rope_pos, &main_slot, &ring_slot, &comp_slot}) s->upload();
+
+  // Persistent state shared by the sets: caches, ring, norm weights, scratch.
+  const FillKind kv_kind = fill_kind(c.kv_dtype, c.fp8_flavor);
+  const FillKind ix_kind = fill_kind(c.indexer_dtype, c.fp8_flavor);
+  Slab<uint8_t> k_cache, v_cache, compressed;
+  k_cache.allocate(1, sz(layout.num_kv_slots, G * D) * e_kv);
+  v_cache.allocate(1, sz(layout.num_kv_slots, G * D) * e_kv);
+  compressed.allocate(1, sz(layout.num_compressed_rows, dI) * e_ix);
+  k_cache.fill(kv_kind, "step.k_cache");
+  v_cache.fill(kv_kind, "step.v_cache");
+  compressed.fill(ix_kind, "step.compressed_keys");
+  Slab<float> norm_w, ring_keys, scratch, workspace;
+  norm_w.allocate(1, sz(2, dI + D));
+  ring_keys.allocate(1, sz(layout.num_ring_slots, dI));
+  norm_w.fill(FillKind::kF32, "step.norm_weights");
+  ring_keys.fill(FillKind::kF32, "step.ring_keys");
+  Slab<int64_t> ring_rope;  // read only for groups straddling a chunk start, which decode rows never are
+  ring_rope.allocate(1, sz(layout.num_ring_slots, 3));
+  QSA_GPU_CHECK(hipMemsetAsync(ring_rope.at(0), 0, sz(layout.num_ring_slots, 3) * sizeof(int64_t), env.stream));
+  scratch.allocate(1, std::max<size_t>(1, gpu::select_scratch_floats(sl)));
+  const size_t ws_floats = gpu::sparse_attention_workspace_floats(ap, dims);
+  workspace.allocate(1, std::max<size_t>(1, ws_floats));
+
+  // Per set: the projection outputs prepare reads (fp32 holding bf16 values)
+  // and every intermediate and output of the step.
+  Slab<float> index_qk, qg, k_in, v_in, attn;
+  index_qk.allocate(copies, sz(T, (HI + 1) * dI));
+  qg.allocate(copies, sz(T, 2 * H * D));
+  k_in.allocate(copies, sz(T, G * D));
+  v_in.allocate(copies, sz(T, G * D));
+  attn.allocate(copies, sz(T, H * D));
+  Slab<uint8_t> index_q;
+  index_q.allocate(copies, sz(T, HI * dI) * e_ix);
+  Slab<uint16_t> q_out, k_out, gate_out, gated;
+  q_out.allocate(copies, sz(T, H * D));
+  k_out.allocate(copies, sz(T, G * D));
+  gate_out.allocate(copies, sz(T, H * D));
+  gated.allocate(copies, sz(T, H * D));
+  Slab<int32_t> ids, token_idx;
+  ids.allocate(copies, sz(T, sp.blocks_budget));
+  token_idx.allocate(copies, sz(T, ep.width()));
+  Slab<float> block_scores;
+  block_scores.allocate(copies, sz(T, sp.blocks_budget));
+
+  Slab<uint16_t> hidden;
+  Slab<float> out;
+  Weights w;
+  if (gemms) {
+    hidden.allocate(copies, sz(T, c.hidden_size));
+    hidden.fill(FillKind::kBf16, "step.hidden");
+    w.index_qk.allocate(copies, sz((HI + 1) * dI, c.hidden_size));
+    w.q.allocate(copies, sz(2 * H * D, c.hidden_size));
+    w.k.allocate(copies, sz(G * D, c.hidden_size));
+    w.v.allocate(copies, sz(G * D, c.hidden_size));
+    w.o.allocate(copies, sz(c.hidden_size, H * D));
+    w.index_qk.fill(FillKind::kBf16, "step.w_index_qk");
+    w.q.fill(FillKind::kBf16, "step.w_q");
+    w.k.fill(FillKind::kBf16, "step.w_k");
+    w.v.fill(FillKind::kBf16, "step.w_v");
+    w.o.fill(FillKind::kBf16, "step.w_o");
+    out.allocate(copies, sz(T, c.hidden_size));
+  } else {
+    index_qk.fill(FillKind::kF32, "step.index_qk");
+    qg.fill(FillKind::kF32, "step.qg");
+    k_in.fill(FillKind::kF32, "step.k");
+    v_in.fill(FillKind::kF32, "step.v");
+  }
+
+  state.SetLabel("path=decode");
+  const Timing t = time_launches(state, copies, [&](int k) {
+    if (gemms) {
+      gpu::launch_projection(make_projection_params(c, T, c.hidden_size, (HI + 1) * dI), hidden.at(k),
+                             w.index_qk.at(k), index_qk.at(k), env.stream);
+      gpu::launch_projection(make_projection_params(c, T, c.hidden_size, 2 * H * D), hidden.at(k), w.q.at(k),
+                             qg.at(k), env.stream);
+      gpu::launch_projection(make_projection_params(c, T, c.hidden_size, G * D), hidden.at(k), w.k.at(k),
+                             k_in.at(k), env.stream);
+      gpu::launch_projection(make_projection_params(c, T, c.hidden_size, G * D), hidden.at(k), w.v.at(k),
+                             v_in.at(k), env.stream);
+    }
+    gpu::PrepareArgs a;
+    a.index_qk = index_qk.at(k);
+    a.qg = qg.at(k);
+    a.k = k_in.at(k);
+    a.v = v_in.at(k);
+    a.index_q_norm_w = norm_w.at(0);
+    a.index_k_norm_w = norm_w.at(0) + dI;
+    a.q_norm_w = norm_w.at(0) + 2 * dI;
+    a.k_norm_w = norm_w.at(0) + 2 * dI + D;
+    a.token_to_req = t2r.at(k);
+    a.pos = pos.at(k);
+    a.rope_pos = rope_pos.at(k);
+    a.main_slot = main_slot.at(k);
+    a.ring_slot = ring_slot.at(k);
+    a.compressed_slot = comp_slot.at(k);
+    a.starts = starts.at(k);
+    a.ring_blocks = ring_blocks.at(k);
+    a.ring_keys = ring_keys.at(0);
+    a.ring_rope = ring_rope.at(0);
+    a.compressed = compressed.at(0);
+    a.k_cache = k_cache.at(0);
+    a.v_cache = v_cache.at(0);
+    a.index_q = index_q.at(k);
+    a.q = q_out.at(k);
+    a.k_out = k_out.at(k);
+    a.gate = gate_out.at(k);
+    gpu::launch_prepare(pp, layout, a, env.stream);
+
+    gpu::launch_select(sp, codes, sl, index_q.at(k), compressed.at(0), t2r.at(k), vis.at(k), table_c.at(k),
+                       scratch.at(0), ids.at(k), block_scores.at(k), env.stream, gpu::SelectPath::kDecode);
+    gpu::launch_expand(ep, T, ids.at(k), pos.at(k), token_idx.at(k), env.stream);
+
+    gpu::SparseAttentionArgs sa;
+    sa.q = q_out.at(k);
+    sa.gate = gate_out.at(k);
+    sa.token_idx = token_idx.at(k);
+    sa.token_to_req = t2r.at(k);
+    sa.seq_lens = lens.at(k);
+    sa.block_table = table.at(k);
+    sa.k_cache = k_cache.at(0);
+    sa.v_cache = v_cache.at(0);
+    sa.attn = attn.at(k);
+    sa.gated = gated.at(k);
+    sa.workspace = ws_floats > 0 ? workspace.at(0) : nullptr;
+    sa.workspace_floats = ws_floats;
+    gpu::launch_sparse_attention(ap, gp, kvp, dims, sa, env.stream, gpu::kDefaultIdsPerSplit,
+                                 gpu::AttentionPath::kDecode);
+
+    if (gemms)
+      gpu::launch_projection(make_projection_params(c, T, H * D, c.hidden_size), gated.at(k), w.o.at(k), out.at(k),
+                             env.stream);
+  });
+  set_cost_counters(state, t, cost);
+}
+
+void add(const std::string& kind, int batch, int64_t context, bool fp8, bool gemms) {
+  register_gpu_benchmark(kind + "/" + decode_name(batch, context) + (fp8 ? "/fp8" : "/bf16"),
+                         [shape = decode_shape(batch, context), fp8, gemms](benchmark::State& st) {
+                           guarded(st, [&] { bench_step(st, shape, fp8, gemms); });
+                         });
+}
+
+}  // namespace
+
+void register_step_benchmarks() {
+  for (const int64_t ctx : kStepContexts)
+    for (const int b : kDecodeBatches) add("step_no_gemm", b, ctx, false, false);
+  add("step_no_gemm", kFp8Batch, kFp8Context, true, false);
+  for (const int b : kFullStepBatches) add("step", b, kFullStepContext, false, true);
+}
+
+}  // namespace qsa::bench
