@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages qsa needs, only when one is missing, so it is
-# cheap to run before every build. Usage: scripts/setup.sh [--plots] [--hip]
+# cheap to run before every build. Usage: scripts/setup.sh [--plots] [--hip] [--fuzz]
 # The Python tools (scripts/qsa_trace.py and its cross-language test) need
 # numpy and h5py, so those are part of the default set.
 set -euo pipefail
@@ -11,7 +11,11 @@ for arg in "$@"; do
   case $arg in
     --plots) packages+=(python3-matplotlib) ;;
     --hip) packages+=(hipcc libamd-comgr-dev libhsa-runtime-dev) ;;  # the hip preset's toolchain
-    *) echo "setup: unknown option $arg (accepted: --plots, --hip)" >&2; exit 2 ;;
+    # The fuzz preset: clang-14 with its libFuzzer/ASan/UBSan runtimes and
+    # OpenMP (clang-15's libomp-15-dev conflicts with Debian's default 14).
+    # llvm-14 (llvm-symbolizer, for readable sanitizer stacks) is optional.
+    --fuzz) packages+=(clang-14 libclang-rt-14-dev libomp-14-dev) ;;
+    *) echo "setup: unknown option $arg (accepted: --plots, --hip, --fuzz)" >&2; exit 2 ;;
   esac
 done
 

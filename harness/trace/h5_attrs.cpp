@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/trace/h5_file.hpp"
+#include "harness/trace/h5_heap_string.hpp"
 #include "harness/trace/h5_types.hpp"
 #include "reference/core/errors.hpp"
 
@@ -96,15 +97,13 @@ std::string read_attr_string(hid_t obj, const std::string& where, const std::str
   require_single(a);
   const htri_t variable = H5Tis_variable_str(a.type.get());
   check(variable, "reading the type of " + a.label);
-  if (variable > 0) {
-    const Handle mem = utf8_string_type();
-    char* ptr = nullptr;
-    check(H5Aread(a.attr.get(), mem.get(), &ptr), "reading " + a.label);
-    std::string value = ptr != nullptr ? std::string(ptr) : std::string();
-    H5free_memory(ptr);
-    return value;
-  }
+  // Not through HDF5's global-heap reader, which trusts the file (h5_heap_string.hpp).
+  if (variable > 0) return read_vlen_string_attr(a.attr.get(), a.label);
   // Fixed-length: read as stored, then cut at the first NUL (null padding).
+  // The size comes from the file's datatype message: cap it before allocating.
+  if (a.info.size > kMaxStringBytes)
+    throw InputError(fmt::format("{} is a fixed-length string of {} bytes (at most {} are read)", a.label,
+                                 a.info.size, kMaxStringBytes));
   std::string buffer(a.info.size, '\0');
   check(H5Aread(a.attr.get(), a.type.get(), buffer.data()), "reading " + a.label);
   return buffer.substr(0, buffer.find('\0'));

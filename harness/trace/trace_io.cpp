@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/trace/dataset_io.hpp"
@@ -17,8 +19,17 @@ namespace qsa {
 
 namespace {
 
-// Hard links can form cycles; no trace nests deeper than a few levels.
+// Hard links can make groups share children or form cycles: each group is
+// listed once (without that, two links back to the root double the work at
+// every level), a link back to an ancestor is an error, and no trace nests
+// deeper than a few levels.
 constexpr int kMaxDepth = 32;
+
+struct Walk {
+  std::vector<DatasetInfo>& out;
+  std::set<haddr_t> listed;                              // group headers already walked
+  std::vector<std::pair<haddr_t, std::string>> parents;  // the groups above, outermost first
+};
 
 DatasetInfo describe_dataset(hid_t dataset, const std::string& path) {
   DatasetInfo info;
@@ -34,8 +45,17 @@ DatasetInfo describe_dataset(hid_t dataset, const std::string& path) {
   return info;
 }
 
-void walk(hid_t group, const std::string& prefix, int depth, std::vector<DatasetInfo>& out) {
-  if (depth > kMaxDepth) throw InputError(fmt::format("{} nests deeper than {} groups", prefix, kMaxDepth));
+void walk(hid_t group, const std::string& prefix, Walk& w) {
+  if (w.parents.size() > static_cast<size_t>(kMaxDepth))
+    throw InputError(fmt::format("{} nests deeper than {} groups", prefix, kMaxDepth));
+  H5O_info_t oinfo{};
+  h5::check(H5Oget_info2(group, &oinfo, H5O_INFO_BASIC), "reading the header of " + prefix);
+  for (const auto& [addr, path] : w.parents)
+    if (addr == oinfo.addr)
+      throw InputError(fmt::format("{} is a hard link back to {}: the groups form a cycle",
+                                   prefix.substr(0, prefix.size() - 1), path));
+  if (!w.listed.insert(oinfo.addr).second) return;  // reached before through another link
+  w.parents.emplace_back(oinfo.addr, prefix);
   H5G_info_t ginfo{};
   h5::check(H5Gget_info(group, &ginfo), "listing " + prefix);
   for (hsize_t i = 0; i < ginfo.nlinks; ++i) {
@@ -54,9 +74,10 @@ void walk(hid_t group, const std::string& prefix, int depth, std::vector<Dataset
     }
     const h5::Handle obj(h5::check_id(H5Oopen(group, name.c_str(), H5P_DEFAULT), "opening " + path), H5Oclose);
     const H5I_type_t kind = H5Iget_type(obj.get());
-    if (kind == H5I_GROUP) walk(obj.get(), path + "/", depth + 1, out);
-    if (kind == H5I_DATASET) out.push_back(describe_dataset(obj.get(), path));
+    if (kind == H5I_GROUP) walk(obj.get(), path + "/", w);
+    if (kind == H5I_DATASET) w.out.push_back(describe_dataset(obj.get(), path));
   }
+  w.parents.pop_back();
 }
 
 }  // namespace
@@ -67,7 +88,8 @@ std::vector<DatasetInfo> list_datasets(const std::string& path) {
   try {
     const h5::Handle file = h5::open_file_read(path);
     const h5::Handle root = h5::open_group(file.get(), "/");
-    walk(root.get(), "/", 0, out);
+    Walk w{out, {}, {}};
+    walk(root.get(), "/", w);
   } catch (const QsaError& e) {
     if (std::string(e.what()).find(h5::quoted(path)) != std::string::npos) throw;
     rethrow_in(e, h5::quoted(path));

@@ -119,6 +119,11 @@ void validate_step(const QsaConfig& c, const CacheGeometry& g, const TraceStep& 
                                    "has {} entries)",
                                    p, name, shape_to_string(t.shape), R, m.query_start_loc.size()));
   };
+  // derive_step_layout takes differences of neighbouring entries in int32:
+  // with every entry non-negative none can overflow.
+  for (size_t i = 0; i < m.query_start_loc.size(); ++i)
+    if (m.query_start_loc[i] < 0)
+      throw InputError(fmt::format("{}query_start_loc[{}] = {} is negative", p, i, m.query_start_loc[i]));
   check_table(m.block_table, "block_table");
   if (!m.block_table_c.empty()) check_table(m.block_table_c, "block_table_c");
   if (step.hidden.rank() != 2 || step.hidden.dim(1) != c.hidden_size)

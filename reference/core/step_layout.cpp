@@ -72,7 +72,8 @@ StepLayout derive_step_layout(const QsaConfig& c, const CacheGeometry& g, const 
   if (m.query_start_loc[0] != 0)
     throw InputError(fmt::format("query_start_loc[0] = {}, must be 0", m.query_start_loc[0]));
   for (int i = 0; i < R; ++i) {
-    const int32_t len = m.query_start_loc[i + 1] - m.query_start_loc[i];
+    // int64: hostile entries (INT32_MAX then INT32_MIN) must not overflow.
+    const int64_t len = int64_t{m.query_start_loc[i + 1]} - m.query_start_loc[i];
     if (len < 1)
       throw InputError(fmt::format("query_start_loc is not increasing at request {} ({} -> {}); every "
                                    "request needs at least one token",

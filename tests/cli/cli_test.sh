@@ -63,9 +63,77 @@ PY
     expect 2 'mode' "$qsa" replay "$src/data/tiny-synthetic.h5" --mode bogus
     expect 2 'indexer_budget' "$qsa" example --budget 7
     expect 2 'step 99' "$qsa" replay "$src/data/tiny-synthetic.h5" --step 99
-    expect 2 'not available' "$qsa" replay "$src/data/tiny-synthetic.h5" --backend hip
+    expect 2 'without a GPU backend' "$qsa" replay "$src/data/tiny-synthetic.h5" --backend hip
+    expect 2 'reference, hip, both|backend' "$qsa" replay "$src/data/tiny-synthetic.h5" --backend bogus
+    expect 2 'chained' "$qsa" replay "$src/data/tiny-synthetic.h5" --backend both --mode isolated
     expect 2 'unknown' "$qsa" example --kv-dtype fp4
     expect 2 'max-memory|limit' "$qsa" replay "$src/data/hf-fp32.h5" --max-memory 0.0001 ;;
+  adversarial)
+    # Hostile traces (docs/robustness.md): exit 2 and a message naming the
+    # problem, whatever the file claims. tests/harness/adversarial_trace_test.cpp
+    # has every category; these check what a user of the binary sees.
+    "$python" - "$src/data/tiny-synthetic.h5" "$work" <<'PY' || exit 1
+import shutil, sys, h5py, numpy as np
+src, work = sys.argv[1], sys.argv[2]
+def variant(name, edit):
+    path = f"{work}/{name}.h5"
+    shutil.copy(src, path)
+    with h5py.File(path, "r+") as f:
+        edit(f)
+def replace(f, name, data):
+    del f[name]
+    f.create_dataset(name, data=data)
+def huge(f):  # a header claiming 64 Ti elements, never written: the file stays small
+    del f["steps/000000/hidden"]
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((1024, 64))
+    dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+    space = h5py.h5s.create_simple((10**12, 64))
+    h5py.h5d.create(f["steps/000000"].id, b"hidden", h5py.h5t.IEEE_F64LE, space, dcpl=dcpl)
+def table(value):
+    def edit(f):
+        t = f["steps/000000/block_table"][...]
+        t[0, 0] = value
+        replace(f, "steps/000000/block_table", t)
+    return edit
+def nan(f):
+    h = f["steps/000003/hidden"][...].astype(np.float32)
+    h[1, 2] = np.nan
+    replace(f, "steps/000003/hidden", h)
+def strings(f):
+    shape = f["steps/000000/hidden"].shape
+    del f["steps/000000/hidden"]
+    f.create_dataset("steps/000000/hidden", data=np.full(shape, "0.5", dtype=object), dtype=h5py.string_dtype())
+def first_step_dropped(f):  # later steps read a cache the first one wrote
+    n = f["steps"].attrs["num_steps"]
+    del f["steps/000000"]
+    for i in range(1, n):
+        f.move(f"steps/{i:06d}", f"steps/{i - 1:06d}")
+    f["steps"].attrs["num_steps"] = np.int64(n - 1)
+def cycle(f):
+    f["steps/000000/outputs/loop"] = f["/"]
+variant("huge", huge)
+variant("negative-page", table(-7))
+variant("page-past-cache", table(9999))
+variant("nan", nan)
+variant("strings", strings)
+variant("first-step-dropped", first_step_dropped)
+variant("cycle", cycle)
+PY
+    size=$(stat -c %s "$work/huge.h5")
+    ((size < 2000000)) || { echo "FAIL: huge.h5 is $size bytes: the claim was written out"; exit 1; }
+    expect 2 'hidden has shape \[1000000000000, 64\].*memory limit of 1099511627776 bytes' \
+      "$qsa" replay "$work/huge.h5" --max-memory 1024
+    expect 2 'block_table\[0, 0\] = -7 is out of range' "$qsa" inspect "$work/negative-page.h5"
+    expect 2 'block_table\[0, 0\] = 9999 is out of range \(cache has' "$qsa" replay "$work/page-past-cache.h5"
+    expect 2 'step 3 .*hidden\[1, 2\] is NaN' "$qsa" replay "$work/nan.h5"
+    expect 2 'hidden has dtype string, expected floats' "$qsa" inspect "$work/strings.h5"
+    expect 2 'never written' "$qsa" replay "$work/first-step-dropped.h5" --mode chained
+    expect 2 'outputs/loop is a hard link back to /: the groups form a cycle' "$qsa" inspect "$work/cycle.h5"
+    # Each of these crashed or hung HDF5 1.10's own string reader.
+    for f in "$src"/tests/fuzz/regressions/heap-*.h5; do
+      expect 2 'corrupt variable-length string' "$qsa" inspect "$f"
+    done ;;
   gen_inspect)
     expect 0 'wrote' "$qsa" gen -o "$work/g.h5" --prompts 20,9 --chunk 7 --decode 1 --mtp-drafts 2
     expect 2 'exists' "$qsa" gen -o "$work/g.h5"
