@@ -15,6 +15,7 @@
 #include "harness/bench/gpu/device_slab.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"
 #include "harness/bench/gpu/gpu_timing.hpp"
+#include "harness/bench/gpu/prepare_slabs.hpp"
 #include "reference/core/step_layout.hpp"
 
 namespace qsa::bench {
@@ -68,7 +69,6 @@ void bench_prepare(benchmark::State& state, const StepShape& shape, bool fp8) {
   int64_t span = 1;
   for (const RequestChunk& q : shape.requests) span = std::max(span, span_pages(c, q));
   const size_t e_kv = static_cast<size_t>(kv_element_bytes(c.kv_dtype));
-  const size_t e_ix = static_cast<size_t>(indexer_element_bytes(c.indexer_dtype));
   const size_t slot_bytes = static_cast<size_t>(c.num_kv_heads) * static_cast<size_t>(c.head_dim) * e_kv;
   const double page_bytes = 2.0 * static_cast<double>(c.page_size) * static_cast<double>(slot_bytes);
   const int64_t wanted = int64_t{copies} * R * span;
@@ -87,80 +87,19 @@ void bench_prepare(benchmark::State& state, const StepShape& shape, bool fp8) {
   layout.num_kv_slots = pool.pages * c.page_size;
   const std::vector<int64_t> ring_tags(static_cast<size_t>(layout.num_ring_slots), -1);
 
-  Slab<int32_t> t2r, starts, ring_blocks;
-  Slab<int64_t> pos, rope_pos, main_slot, ring_slot, comp_slot;
+  PrepareSlabs slabs;
   for (int k = 0; k < copies; ++k) {
     const StepLayout l = derive_step_layout(c, geometry, prepare_metadata(c, shape, pool, span, k));
     gpu::validate_prepare(pp, l, ring_tags);
-    t2r.add(l.token_to_req);
-    starts.add(l.starts);
-    ring_blocks.add(l.ring_blocks);
-    pos.add(l.pos);
-    rope_pos.add(l.rope_pos.data);
-    main_slot.add(l.main_slot);
-    ring_slot.add(l.ring_slot);
-    comp_slot.add(l.compressed_slot);
+    slabs.add(l);
   }
-  for (auto* s : {&t2r, &starts, &ring_blocks}) s->upload();
-  for (auto* s : {&pos, &rope_pos, &main_slot, &ring_slot, &comp_slot}) s->upload();
+  slabs.upload();
+  // The caches are only written: left uninitialised.
+  slabs.allocate(c, layout, copies, "prepare");
+  slabs.fill_inputs("prepare");
 
-  const auto sz = [](int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); };
-  const int HI = c.indexer_heads, dI = c.indexer_head_dim, H = c.num_heads, G = c.num_kv_heads, D = c.head_dim;
-  Slab<float> index_qk, qg, k_in, v_in, weights, ring_keys;
-  index_qk.allocate(copies, sz(T, (HI + 1) * dI));
-  qg.allocate(copies, sz(T, 2 * H * D));
-  k_in.allocate(copies, sz(T, G * D));
-  v_in.allocate(copies, sz(T, G * D));
-  weights.allocate(1, sz(2, dI + D));  // index_q, index_k, q, k norm weights
-  ring_keys.allocate(1, sz(layout.num_ring_slots, dI));
-  index_qk.fill(FillKind::kF32, "prepare.index_qk");
-  qg.fill(FillKind::kF32, "prepare.qg");
-  k_in.fill(FillKind::kF32, "prepare.k");
-  v_in.fill(FillKind::kF32, "prepare.v");
-  weights.fill(FillKind::kF32, "prepare.norm_weights");
-  ring_keys.fill(FillKind::kF32, "prepare.ring_keys");
-  Slab<int64_t> ring_rope;  // read only for groups straddling a chunk start, which these shapes have none of
-  ring_rope.allocate(1, sz(layout.num_ring_slots, 3));
-  QSA_GPU_CHECK(hipMemsetAsync(ring_rope.at(0), 0, sz(layout.num_ring_slots, 3) * sizeof(int64_t), env.stream));
-  Slab<uint8_t> compressed, k_cache, v_cache, index_q;
-  compressed.allocate(1, sz(layout.num_compressed_rows, dI) * e_ix);
-  k_cache.allocate(1, sz(layout.num_kv_slots, G * D) * e_kv);
-  v_cache.allocate(1, sz(layout.num_kv_slots, G * D) * e_kv);
-  index_q.allocate(copies, sz(T, HI * dI) * e_ix);
-  Slab<uint16_t> q_out, k_out, gate_out;
-  q_out.allocate(copies, sz(T, H * D));
-  k_out.allocate(copies, sz(T, G * D));
-  gate_out.allocate(copies, sz(T, H * D));
-
-  const Timing t = time_launches(state, copies, [&](int k) {
-    gpu::PrepareArgs a;
-    a.index_qk = index_qk.at(k);
-    a.qg = qg.at(k);
-    a.k = k_in.at(k);
-    a.v = v_in.at(k);
-    a.index_q_norm_w = weights.at(0);
-    a.index_k_norm_w = weights.at(0) + dI;
-    a.q_norm_w = weights.at(0) + 2 * dI;
-    a.k_norm_w = weights.at(0) + 2 * dI + D;
-    a.token_to_req = t2r.at(k);
-    a.pos = pos.at(k);
-    a.rope_pos = rope_pos.at(k);
-    a.main_slot = main_slot.at(k);
-    a.ring_slot = ring_slot.at(k);
-    a.compressed_slot = comp_slot.at(k);
-    a.starts = starts.at(k);
-    a.ring_blocks = ring_blocks.at(k);
-    a.ring_keys = ring_keys.at(0);
-    a.ring_rope = ring_rope.at(0);
-    a.compressed = compressed.at(0);
-    a.k_cache = k_cache.at(0);
-    a.v_cache = v_cache.at(0);
-    a.index_q = index_q.at(k);
-    a.q = q_out.at(k);
-    a.k_out = k_out.at(k);
-    a.gate = gate_out.at(k);
-    gpu::launch_prepare(pp, layout, a, env.stream);
-  });
+  const Timing t =
+      time_launches(state, copies, [&](int k) { gpu::launch_prepare(pp, layout, slabs.args(k), env.stream); });
   set_cost_counters(state, t, cost);
 }
 

@@ -35,6 +35,7 @@
 #include "harness/bench/gpu/device_slab.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"
 #include "harness/bench/gpu/gpu_timing.hpp"
+#include "harness/bench/gpu/prepare_slabs.hpp"
 #include "reference/core/step_layout.hpp"
 
 namespace qsa::bench {
@@ -111,8 +112,8 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
   layout.num_kv_slots = pool.pages * c.page_size;
   const std::vector<int64_t> ring_tags(static_cast<size_t>(layout.num_ring_slots), -1);
 
-  Slab<int32_t> t2r, starts, ring_blocks, vis, lens, table, table_c;
-  Slab<int64_t> pos, rope_pos, main_slot, ring_slot, comp_slot;
+  PrepareSlabs ps;
+  Slab<int32_t> vis, lens, table, table_c;
   gpu::SelectLayout sl;
   gpu::SparseAttentionDims dims;
   for (int k = 0; k < copies; ++k) {
@@ -123,58 +124,30 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
     gpu::validate_expand(ep, m.block_ids, l.pos);
     dims = gpu::validate_sparse_attention(ap, kvp, m.token_idx, l.token_to_req, l.seq_lens, l.block_table,
                                           gpu::TokenIdCheck::kStrict);
-    t2r.add(l.token_to_req);
-    starts.add(l.starts);
-    ring_blocks.add(l.ring_blocks);
+    ps.add(l);
     vis.add(l.visible_blocks);
     lens.add(l.seq_lens);
     table.add(l.block_table.data);
     table_c.add(l.block_table_c.data);
-    pos.add(l.pos);
-    rope_pos.add(l.rope_pos.data);
-    main_slot.add(l.main_slot);
-    ring_slot.add(l.ring_slot);
-    comp_slot.add(l.compressed_slot);
   }
-  for (auto* s : {&t2r, &starts, &ring_blocks, &vis, &lens, &table, &table_c}) s->upload();
-  for (auto* s : {&pos, &rope_pos, &main_slot, &ring_slot, &comp_slot}) s->upload();
+  ps.upload();
+  for (auto* s : {&vis, &lens, &table, &table_c}) s->upload();
 
-  // Persistent state shared by the sets: caches, ring, norm weights, scratch.
-  const FillKind kv_kind = fill_kind(c.kv_dtype, c.fp8_flavor);
-  const FillKind ix_kind = fill_kind(c.indexer_dtype, c.fp8_flavor);
-  Slab<uint8_t> k_cache, v_cache, compressed;
-  k_cache.allocate(1, sz(layout.num_kv_slots, G * D) * e_kv);
-  v_cache.allocate(1, sz(layout.num_kv_slots, G * D) * e_kv);
-  compressed.allocate(1, sz(layout.num_compressed_rows, dI) * e_ix);
-  k_cache.fill(kv_kind, "step.k_cache");
-  v_cache.fill(kv_kind, "step.v_cache");
-  compressed.fill(ix_kind, "step.compressed_keys");
-  Slab<float> norm_w, ring_keys, scratch, workspace;
-  norm_w.allocate(1, sz(2, dI + D));
-  ring_keys.allocate(1, sz(layout.num_ring_slots, dI));
-  norm_w.fill(FillKind::kF32, "step.norm_weights");
-  ring_keys.fill(FillKind::kF32, "step.ring_keys");
-  Slab<int64_t> ring_rope;  // read only for groups straddling a chunk start, which decode rows never are
-  ring_rope.allocate(1, sz(layout.num_ring_slots, 3));
-  QSA_GPU_CHECK(hipMemsetAsync(ring_rope.at(0), 0, sz(layout.num_ring_slots, 3) * sizeof(int64_t), env.stream));
+  // Prepare's inputs, outputs and persistent state (caches, ring, norm
+  // weights); the caches hold a context here, which select and attention read.
+  ps.allocate(c, layout, copies, "step");
+  ps.k_cache.fill(fill_kind(c.kv_dtype, c.fp8_flavor), "step.k_cache");
+  ps.v_cache.fill(fill_kind(c.kv_dtype, c.fp8_flavor), "step.v_cache");
+  ps.compressed.fill(fill_kind(c.indexer_dtype, c.fp8_flavor), "step.compressed_keys");
+  Slab<float> scratch, workspace;
   scratch.allocate(1, std::max<size_t>(1, gpu::select_scratch_floats(sl)));
   const size_t ws_floats = gpu::sparse_attention_workspace_floats(ap, dims);
   workspace.allocate(1, std::max<size_t>(1, ws_floats));
 
-  // Per set: the projection outputs prepare reads (fp32 holding bf16 values)
-  // and every intermediate and output of the step.
-  Slab<float> index_qk, qg, k_in, v_in, attn;
-  index_qk.allocate(copies, sz(T, (HI + 1) * dI));
-  qg.allocate(copies, sz(T, 2 * H * D));
-  k_in.allocate(copies, sz(T, G * D));
-  v_in.allocate(copies, sz(T, G * D));
+  // Per set: every intermediate and output of the step after prepare's.
+  Slab<float> attn;
   attn.allocate(copies, sz(T, H * D));
-  Slab<uint8_t> index_q;
-  index_q.allocate(copies, sz(T, HI * dI) * e_ix);
-  Slab<uint16_t> q_out, k_out, gate_out, gated;
-  q_out.allocate(copies, sz(T, H * D));
-  k_out.allocate(copies, sz(T, G * D));
-  gate_out.allocate(copies, sz(T, H * D));
+  Slab<uint16_t> gated;
   gated.allocate(copies, sz(T, H * D));
   Slab<int32_t> ids, token_idx;
   ids.allocate(copies, sz(T, sp.blocks_budget));
@@ -200,65 +173,37 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
     w.o.fill(FillKind::kBf16, "step.w_o");
     out.allocate(copies, sz(T, c.hidden_size));
   } else {
-    index_qk.fill(FillKind::kF32, "step.index_qk");
-    qg.fill(FillKind::kF32, "step.qg");
-    k_in.fill(FillKind::kF32, "step.k");
-    v_in.fill(FillKind::kF32, "step.v");
+    ps.fill_inputs("step");
   }
 
   state.SetLabel("path=decode");
   const Timing t = time_launches(state, copies, [&](int k) {
     if (gemms) {
       gpu::launch_projection(make_projection_params(c, T, c.hidden_size, (HI + 1) * dI), hidden.at(k),
-                             w.index_qk.at(k), index_qk.at(k), env.stream);
+                             w.index_qk.at(k), ps.index_qk.at(k), env.stream);
       gpu::launch_projection(make_projection_params(c, T, c.hidden_size, 2 * H * D), hidden.at(k), w.q.at(k),
-                             qg.at(k), env.stream);
+                             ps.qg.at(k), env.stream);
       gpu::launch_projection(make_projection_params(c, T, c.hidden_size, G * D), hidden.at(k), w.k.at(k),
-                             k_in.at(k), env.stream);
+                             ps.k.at(k), env.stream);
       gpu::launch_projection(make_projection_params(c, T, c.hidden_size, G * D), hidden.at(k), w.v.at(k),
-                             v_in.at(k), env.stream);
+                             ps.v.at(k), env.stream);
     }
-    gpu::PrepareArgs a;
-    a.index_qk = index_qk.at(k);
-    a.qg = qg.at(k);
-    a.k = k_in.at(k);
-    a.v = v_in.at(k);
-    a.index_q_norm_w = norm_w.at(0);
-    a.index_k_norm_w = norm_w.at(0) + dI;
-    a.q_norm_w = norm_w.at(0) + 2 * dI;
-    a.k_norm_w = norm_w.at(0) + 2 * dI + D;
-    a.token_to_req = t2r.at(k);
-    a.pos = pos.at(k);
-    a.rope_pos = rope_pos.at(k);
-    a.main_slot = main_slot.at(k);
-    a.ring_slot = ring_slot.at(k);
-    a.compressed_slot = comp_slot.at(k);
-    a.starts = starts.at(k);
-    a.ring_blocks = ring_blocks.at(k);
-    a.ring_keys = ring_keys.at(0);
-    a.ring_rope = ring_rope.at(0);
-    a.compressed = compressed.at(0);
-    a.k_cache = k_cache.at(0);
-    a.v_cache = v_cache.at(0);
-    a.index_q = index_q.at(k);
-    a.q = q_out.at(k);
-    a.k_out = k_out.at(k);
-    a.gate = gate_out.at(k);
-    gpu::launch_prepare(pp, layout, a, env.stream);
+    gpu::launch_prepare(pp, layout, ps.args(k), env.stream);
 
-    gpu::launch_select(sp, codes, sl, index_q.at(k), compressed.at(0), t2r.at(k), vis.at(k), table_c.at(k),
-                       scratch.at(0), ids.at(k), block_scores.at(k), env.stream, gpu::SelectPath::kDecode);
-    gpu::launch_expand(ep, T, ids.at(k), pos.at(k), token_idx.at(k), env.stream);
+    gpu::launch_select(sp, codes, sl, ps.index_q.at(k), ps.compressed.at(0), ps.token_to_req.at(k), vis.at(k),
+                       table_c.at(k), scratch.at(0), ids.at(k), block_scores.at(k), env.stream,
+                       gpu::SelectPath::kDecode);
+    gpu::launch_expand(ep, T, ids.at(k), ps.pos.at(k), token_idx.at(k), env.stream);
 
     gpu::SparseAttentionArgs sa;
-    sa.q = q_out.at(k);
-    sa.gate = gate_out.at(k);
+    sa.q = ps.q.at(k);
+    sa.gate = ps.gate.at(k);
     sa.token_idx = token_idx.at(k);
-    sa.token_to_req = t2r.at(k);
+    sa.token_to_req = ps.token_to_req.at(k);
     sa.seq_lens = lens.at(k);
     sa.block_table = table.at(k);
-    sa.k_cache = k_cache.at(0);
-    sa.v_cache = v_cache.at(0);
+    sa.k_cache = ps.k_cache.at(0);
+    sa.v_cache = ps.v_cache.at(0);
     sa.attn = attn.at(k);
     sa.gated = gated.at(k);
     sa.workspace = ws_floats > 0 ? workspace.at(0) : nullptr;
