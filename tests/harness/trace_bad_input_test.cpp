@@ -17,7 +17,7 @@
 #include "harness/trace/h5_attrs.hpp"
 #include "harness/trace/h5_file.hpp"
 #include "harness/trace/trace_io.hpp"
-#include "tests/harness/trace_test_support.hpp"
+#include "tests/harness/trace_file_test.hpp"
 
 namespace qsa {
 namespace {
@@ -27,65 +27,12 @@ using testing_support::make_trace;
 using testing_support::ScratchDir;
 using testing_support::Values;
 
-template <class E>
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& substrings) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error was thrown";
-  } catch (const E& e) {
-    for (const std::string& s : substrings)
-      EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << "'" << s << "' missing from: " << e.what();
-  } catch (const QsaError& e) {
-    ADD_FAILURE() << "wrong error kind " << static_cast<int>(e.kind()) << ": " << e.what();
-  }
-}
+using testing_support::expect_error;
+using testing_support::put_dataset;
+using testing_support::remove_link;
 
-class TraceBadInput : public ::testing::Test {
- protected:
-  Trace valid() const { return make_trace(kTraceSeed, Values::kBf16Exact); }
-
-  std::string write(const Trace& t) {
-    const std::string file = dir_.file("t.h5");
-    write_trace(t, file, {FloatStorage::kAuto, true});
-    return file;
-  }
-
-  // Writes a valid trace and lets `patch` edit the file in place.
-  std::string patched(const std::function<void(hid_t)>& patch) {
-    const std::string file = write(valid());
-    h5::Handle f = h5::open_file_write(file);
-    patch(f.get());
-    h5::check(f.reset(), "closing the patched file");
-    return file;
-  }
-
-  template <class E>
-  void expect_read_error(const std::string& file, const std::vector<std::string>& substrings,
-                         const TraceReadOptions& options = {}) {
-    expect_error<E>([&] { read_trace(file, options); }, substrings);
-  }
-
-  template <class E>
-  void expect_rejected(const Trace& t, const std::vector<std::string>& substrings) {
-    expect_read_error<E>(write(t), substrings);
-  }
-
-  ::testing::ScopedTrace seed_trace_{__FILE__, __LINE__, "seed " + std::to_string(kTraceSeed)};
-  ScratchDir dir_;
-};
-
-void remove_link(hid_t file, const std::string& path) { h5::check(H5Ldelete(file, path.c_str(), H5P_DEFAULT), path); }
-
-// Replaces `path` with a dataset of the given shape and HDF5 type.
-void replace_dataset(hid_t file, const std::string& path, const std::vector<hsize_t>& dims, hid_t type,
-                     const void* data, hid_t dcpl = H5P_DEFAULT) {
-  remove_link(file, path);
-  const h5::Handle space =
-      h5::own_space(h5::check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), path));
-  const h5::Handle d = h5::own_dataset(
-      h5::check_id(H5Dcreate2(file, path.c_str(), type, space.get(), H5P_DEFAULT, dcpl, H5P_DEFAULT), path));
-  if (data != nullptr) h5::check(H5Dwrite(d.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path);
-}
+// Every suite here starts from a valid written trace (trace_file_test.hpp).
+class TraceBadInput : public testing_support::TraceFileTest {};
 
 void replace_attr_string(hid_t file, const std::string& group, const std::string& name, const std::string& v) {
   const h5::Handle g = h5::open_group(file, group);
@@ -198,28 +145,28 @@ TEST_F(TraceBadInput, BlockTableWithTooFewRows) {
 TEST_F(TraceBadInput, FloatBlockTable) {
   const std::vector<double> table = {0.0, 1.0};
   const std::string file = patched(
-      [&](hid_t f) { replace_dataset(f, "/steps/000000/block_table", {1, 2}, H5T_NATIVE_DOUBLE, table.data()); });
+      [&](hid_t f) { put_dataset(f, "/steps/000000/block_table", {1, 2}, H5T_NATIVE_DOUBLE, table.data()); });
   expect_read_error<InputError>(file, {"/steps/000000/block_table has dtype float64, expected integers"});
 }
 
 TEST_F(TraceBadInput, IdsThatDoNotFitInt32) {
   const std::vector<int64_t> qsl = {0, int64_t{1} << 40};
   const std::string file = patched(
-      [&](hid_t f) { replace_dataset(f, "/steps/000000/query_start_loc", {2}, H5T_NATIVE_INT64, qsl.data()); });
+      [&](hid_t f) { put_dataset(f, "/steps/000000/query_start_loc", {2}, H5T_NATIVE_INT64, qsl.data()); });
   expect_read_error<InputError>(file, {"/steps/000000/query_start_loc holds 1099511627776", "int32"});
 }
 
 TEST_F(TraceBadInput, CodesWithoutAnEncoding) {
   const std::vector<uint8_t> codes(5 * 64, 3);
   const std::string file = patched(
-      [&](hid_t f) { replace_dataset(f, "/steps/000000/hidden", {5, 64}, H5T_NATIVE_UINT8, codes.data()); });
+      [&](hid_t f) { put_dataset(f, "/steps/000000/hidden", {5, 64}, H5T_NATIVE_UINT8, codes.data()); });
   expect_read_error<InputError>(file, {"/steps/000000/hidden has dtype uint8, expected floats"});
 }
 
 TEST_F(TraceBadInput, UnknownFp8Encoding) {
   const std::vector<uint8_t> codes(5 * 64, 3);
   const std::string file = patched([&](hid_t f) {
-    replace_dataset(f, "/steps/000000/hidden", {5, 64}, H5T_NATIVE_UINT8, codes.data());
+    put_dataset(f, "/steps/000000/hidden", {5, 64}, H5T_NATIVE_UINT8, codes.data());
     const h5::Handle d = h5::open_dataset(f, "/steps/000000/hidden");
     h5::write_attr_string(d.get(), "encoding", "e5m2");
   });
@@ -244,7 +191,7 @@ TEST_F(TraceBadInput, HugeDataspaceIsRejectedBeforeAllocating) {
     const hsize_t chunk[2] = {1024, 64};
     h5::check(H5Pset_chunk(dcpl.get(), 2, chunk), "chunk");
     h5::check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time");
-    replace_dataset(f, "/steps/000000/hidden", {1000000000000ULL, 64}, H5T_IEEE_F64LE, nullptr, dcpl.get());
+    put_dataset(f, "/steps/000000/hidden", {1000000000000ULL, 64}, H5T_IEEE_F64LE, nullptr, dcpl.get());
   });
   EXPECT_LT(std::filesystem::file_size(file), std::uintmax_t{1} << 20);
   expect_read_error<InputError>(file, {"/steps/000000/hidden has shape [1000000000000, 64]", "memory limit"});
