@@ -81,35 +81,6 @@ __device__ void prefill_logits(const KernelArgs& a, int g, int hc, int np, const
   }
 }
 
-// Phase 2, one wave per pair: the decode kernel's online softmax over the
-// tile (tile_softmax in attention_tile.hpp) with this kernel's tile width.
-__device__ inline void prefill_softmax(const KernelArgs& a, int np, float (*s_s)[kSStride], float* m_s, float* l_s,
-                                       float* alpha_s) {
-  const int lane = lane_id();
-  for (int i = wave_id(); i < np; i += waves_per_block()) {
-    float mx = -INFINITY;
-    for (int j = lane; j < kPrefillTile; j += warpSize) mx = fmaxf(mx, s_s[i][j]);
-    mx = wave_max(mx);
-    const float m_old = m_s[i];
-    const float m_new = fmaxf(m_old, mx);
-    float sum = 0.0f;
-    for (int j = lane; j < kPrefillTile; j += warpSize) {
-      float e = 0.0f;
-      if (m_new != -INFINITY) e = expf(s_s[i][j] - m_new);  // exp(-inf) = 0 for entries the pair skips
-      sum += e;
-      s_s[i][j] = a.round_p ? round_bf16(e) : e;
-    }
-    sum = wave_sum(sum);
-    wave_barrier();  // every lane has read m_s[i] before lane 0 replaces it
-    if (lane == 0) {
-      const float alpha = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-      l_s[i] = l_s[i] * alpha + sum;
-      m_s[i] = m_new;
-      alpha_s[i] = alpha;
-    }
-  }
-}
-
 // PV thread layout: thread (pg, dc) owns dims [dc*4, dc*4 + 4) of the pairs
 // pg, pg + kGroups, ... (kPer of them).
 template <int D, int MAXP>

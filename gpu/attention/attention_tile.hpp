@@ -126,22 +126,24 @@ __device__ void tile_logits(const KernelArgs& a, int g, int64_t slot, const floa
     s_s[i][tid] = a.round_logits ? round_bf16(round_bf16(s[i]) * a.scale) : s[i] * a.scale;
 }
 
-// Phase 2, one wave per head: folds the tile into the running max m and sum
-// l and turns the tile's logits into the PV weights in place. alpha_s[i] is
-// the factor exp(m_old - m_new) that the PV phase applies to its
-// accumulators first. With no attended id yet m stays -inf and weights are 0.
-template <int MAXH>
-__device__ void tile_softmax(const KernelArgs& a, int nh, float (*s_s)[kTile], float* m_s, float* l_s,
+// Phase 2, one wave per row of s_s (a head here, a (row, head) pair in the
+// prefill kernel): folds the tile's kWidth logits into the running max m and
+// sum l and turns them into the PV weights in place. alpha_s[i] is the factor
+// exp(m_old - m_new) that the PV phase applies to its accumulators first.
+// With no attended id yet m stays -inf and weights are 0. kStride (the row
+// pitch of s_s, deduced) may exceed kWidth to spread rows over banks.
+template <int kStride, int kWidth = kStride>
+__device__ void tile_softmax(const KernelArgs& a, int nh, float (*s_s)[kStride], float* m_s, float* l_s,
                              float* alpha_s) {
   const int lane = lane_id();
   for (int i = wave_id(); i < nh; i += waves_per_block()) {
     float mx = -INFINITY;
-    for (int j = lane; j < kTile; j += warpSize) mx = fmaxf(mx, s_s[i][j]);
+    for (int j = lane; j < kWidth; j += warpSize) mx = fmaxf(mx, s_s[i][j]);
     mx = wave_max(mx);
     const float m_old = m_s[i];
     const float m_new = fmaxf(m_old, mx);
     float sum = 0.0f;
-    for (int j = lane; j < kTile; j += warpSize) {
+    for (int j = lane; j < kWidth; j += warpSize) {
       float e = 0.0f;
       if (m_new != -INFINITY) e = expf(s_s[i][j] - m_new);  // exp(-inf) = 0 for ids not attended
       sum += e;

@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a
     attn::tile_logits<D, MAXH, KvT>(a, g, slot, q_s, s_s);
     // A barrier that also tells every thread whether the tile attends anything.
     if (!block_any(slot >= 0)) continue;
-    attn::tile_softmax<MAXH>(a, nh, s_s, m_s, l_s, alpha_s);
+    attn::tile_softmax(a, nh, s_s, m_s, l_s, alpha_s);
     __syncthreads();
     attn::tile_pv<D, MAXH, KvT>(a, g, min(kTile, end - base), s_s, slot_s, alpha_s, acc);
     __syncthreads();  // the next tile overwrites s_s and slot_s

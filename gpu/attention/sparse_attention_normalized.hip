@@ -74,7 +74,7 @@ __device__ void split_stats(const KernelArgs& a, const SplitRange& r, const floa
     const int64_t slot = c < r.end ? resolve_slot(a, r.req, r.seq_len, r.ids[c]) : -1;
     tile_logits<D, MAXH, KvT>(a, r.g, slot, q_s, s_s);
     if (!block_any(slot >= 0)) continue;  // also the barrier before tile_softmax reads s_s
-    tile_softmax<MAXH>(a, r.nh, s_s, m_s, l_s, alpha_s);
+    tile_softmax(a, r.nh, s_s, m_s, l_s, alpha_s);
     __syncthreads();  // the next tile overwrites s_s
   }
 }

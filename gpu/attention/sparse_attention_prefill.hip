@@ -79,7 +79,8 @@ __global__ void __launch_bounds__(kPrefillThreads) sparse_attention_prefill_kern
     prefill_logits<D, MAXP, KvT>(a, g, hc, np, q_s, slot_s, mask_s, s_s);
     // A barrier that also tells every thread whether the tile attends anything.
     if (!block_any(tid < kPrefillTile && mask_s[tid] != 0u)) continue;
-    prefill_softmax(a, np, s_s, m_s, l_s, alpha_s);
+    // the decode kernel's online softmax, over this kernel's tile width
+    tile_softmax<kSStride, kPrefillTile>(a, np, s_s, m_s, l_s, alpha_s);
     __syncthreads();
     prefill_pv<D, MAXP, KvT>(a, g, hc, np, s_s, slot_s, mask_s, alpha_s, acc);
     __syncthreads();  // the next tile overwrites s_s, slot_s and mask_s
