@@ -140,11 +140,7 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   // 3. Selection and expansion, or the saved MTP rows.
   const int KB = c.blocks_budget(), width = c.index_row_width();
   if (l.mtp_reuse) {
-    if (s.saved_rows == 0)
-      throw InputError("an MTP reuse step came before any selecting step: there are no step-0 rows to reuse");
-    if (l.num_reqs > s.saved_rows)
-      throw InputError(fmt::format("the MTP reuse step has {} requests but step 0 saved rows for {}", l.num_reqs,
-                                   s.saved_rows));
+    // No saved rows, or a row of a request step 0 did not save: InputError.
     validate_mtp_reuse(l.token_to_req, s.saved_rows);
     launch_mtp_reuse(T, KB, width, c.count_column, b.token_to_req.get(), s.saved_ids.get(), s.saved_scores.get(),
                      s.saved_idx.get(), b.block_ids.get(), b.block_scores.get(), b.token_idx.get(), s.stream);
