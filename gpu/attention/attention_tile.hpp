@@ -213,6 +213,17 @@ __device__ void reduce_lanes(int nh, float (&acc)[MAXH][kVec], float* red_s) {
 
 // Epilogue for element idx of [T, H, D]: A (rounded to bf16 when the
 // storage-point knob is on) and the gated output bf16(A * sigmoid(gate)).
+// store_gated takes the gate's bits from the caller, which lets a caller
+// load a batch of gates before its first store: the compiler cannot move a
+// gate load above a store to attn or gated, which might alias it.
+__device__ inline void store_gated(const KernelArgs& a, int64_t idx, float value, uint16_t gate_bits) {
+  const float out = a.round_output ? round_bf16(value) : value;
+  a.attn[idx] = out;
+  float sig = 1.0f / (1.0f + expf(-bf16_to_float(gate_bits)));
+  if (a.round_sigmoid) sig = round_bf16(sig);
+  a.gated[idx] = float_to_bf16_bits(out * sig);
+}
+
 __device__ inline void store_output(const KernelArgs& a, int64_t idx, float value) {
   const float out = a.round_output ? round_bf16(value) : value;
   a.attn[idx] = out;

@@ -5,6 +5,7 @@
 
 #include "gpu/attention/attention_tile.hpp"
 #include "gpu/attention/sparse_attention.hpp"
+#include "gpu/attention/sparse_attention_mma.hpp"
 #include "gpu/attention/sparse_attention_normalized.hpp"
 #include "gpu/attention/sparse_attention_prefill.hpp"
 
@@ -105,17 +106,25 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a
 // carry m = -inf (w = 0); a row where all did outputs 0.
 __global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, int head_dim) {
   const int64_t head = static_cast<int64_t>(blockIdx.x) * a.heads + blockIdx.y;
+  // The unrolled loops keep several loads in flight: a split count of 33
+  // read one load at a time costs 33 memory latencies.
   const float* ml = a.ws_ml + head * a.splits * 2;
   float m = -INFINITY;
+#pragma unroll 8
   for (int s = 0; s < a.splits; ++s) m = fmaxf(m, ml[s * 2]);
   float l = 0.0f;
-  if (m != -INFINITY)
+  if (m != -INFINITY) {
+#pragma unroll 8
     for (int s = 0; s < a.splits; ++s) l += ml[s * 2 + 1] * expf(ml[s * 2] - m);
+  }
   for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
+    const uint16_t gate = a.gate[head * head_dim + d];  // before the stores below (store_gated)
     float acc = 0.0f;
-    if (m != -INFINITY)
+    if (m != -INFINITY) {
+#pragma unroll 8
       for (int s = 0; s < a.splits; ++s) acc += a.ws_acc[(head * a.splits + s) * head_dim + d] * expf(ml[s * 2] - m);
-    attn::store_output(a, head * head_dim + d, l > 0.0f ? acc / l : 0.0f);
+    }
+    attn::store_gated(a, head * head_dim + d, l > 0.0f ? acc / l : 0.0f, gate);
   }
 }
 
@@ -147,6 +156,21 @@ void dispatch_dim(const KernelArgs& a, int dim, int group, int64_t rows, hipStre
 
 int max_heads_for(int group) { return group <= 1 ? 1 : group <= 4 ? 4 : 16; }
 
+// Split-K partials live in the caller's workspace: [T, H, a.splits, D]
+// accumulators, then [T, H, a.splits, 2] (m, l).
+void set_workspace(KernelArgs& a, const SparseAttentionArgs& args, const SparseAttentionDims& dims,
+                   const AttentionParams& p) {
+  if (a.splits == 1) return;
+  a.ws_acc = args.workspace;
+  a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * a.splits * p.head_dim;
+}
+
+void launch_merge(const KernelArgs& a, const SparseAttentionDims& dims, int head_dim, hipStream_t stream) {
+  merge_splits_kernel<<<dim3(static_cast<unsigned>(dims.num_tokens), static_cast<unsigned>(a.heads)), kThreads, 0,
+                        stream>>>(a, head_dim);
+  QSA_GPU_CHECK_LAUNCH();
+}
+
 void require_aligned(const void* ptr, const char* what) {
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
     throw InputError(std::string("gpu attention: ") + what + " must be 16-byte aligned");
@@ -162,9 +186,19 @@ AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const Spar
                                                                                               : AttentionPath::kDecode;
 }
 
+bool tensor_core_attention_available(const AttentionParams& p) {
+  return p.kv_heads > 0 && attn::mma_decode_params_supported(p.head_dim, p.heads / p.kv_heads, p.p_rounding);
+}
+
 AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path) {
-  if (p.p_rounding != PRounding::kBf16Normalized) return resolve_attention_path(dims, args, path);
+  if (p.p_rounding != PRounding::kBf16Normalized) {
+    // Measured on the H200 (docs/performance.md): the tensor-core decode
+    // kernel, one row at a time, is ~9x faster on an 8K-row prefill chunk
+    // than the plan-based prefill kernel with its scalar dot products.
+    if (path == AttentionPath::kAuto && tensor_core_attention_available(p)) return AttentionPath::kDecode;
+    return resolve_attention_path(dims, args, path);
+  }
   if (path == AttentionPath::kPrefill)
     throw ConfigError("gpu attention: the prefill path does not implement p_rounding = bf16 normalised "
                       "(hf-eager); use the decode path (kAuto or kDecode)");
@@ -197,7 +231,8 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
                              const SparseAttentionDims& dims, const SparseAttentionArgs& args, hipStream_t stream,
                              int ids_per_split, AttentionPath path) {
   check_sparse_attention_params(p, kv);
-  if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kPrefill)
+  if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kDecodePortable &&
+      path != AttentionPath::kPrefill)
     throw ConfigError("gpu attention: unknown attention path");
   const int splits = sparse_attention_splits(p, ids_per_split);
   if (dims.num_tokens == 0) return;
@@ -276,24 +311,33 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     attn::launch_prefill(pa, shape, args.prefill_num_tiles, p.head_dim, kv.dtype == KvDtype::kFp8, stream);
     return;
   }
-  if (splits > 1) {
-    a.ws_acc = args.workspace;
-    a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * splits * p.head_dim;
+  const bool fp8 = kv.dtype == KvDtype::kFp8;
+  if (path != AttentionPath::kDecodePortable && p.p_rounding != PRounding::kBf16Normalized &&
+      attn::mma_decode_supported(a, p.head_dim, group)) {
+    // The tensor-core kernel picks its own split count, never more than the
+    // workspace sized for `splits` holds.
+    const int cols = std::max(0, p.index_width - (p.count_column ? 1 : 0));
+    const int want = attn::mma_decode_splits(dims.num_tokens * p.kv_heads, cols, splits, p.head_dim, fp8);
+    const int per = (cols + want - 1) / want;
+    a.ids_per_split = std::max(attn::kMmaTile, (per + attn::kMmaTile - 1) / attn::kMmaTile * attn::kMmaTile);
+    a.splits = std::max(1, (cols + a.ids_per_split - 1) / a.ids_per_split);
+    a.head_chunks = 1;
+    set_workspace(a, args, dims, p);
+    attn::launch_mma_decode(a, p.head_dim, dims.num_tokens, fp8, stream);
+    if (a.splits > 1) launch_merge(a, dims, p.head_dim, stream);
+    return;
   }
+  set_workspace(a, args, dims, p);
 
   if (p.p_rounding == PRounding::kBf16Normalized) {
     attn::launch_normalized(a, p.head_dim, group, dims.num_tokens, kv.dtype == KvDtype::kFp8, stream);
     return;
   }
-  if (kv.dtype == KvDtype::kFp8)
+  if (fp8)
     dispatch_dim<uint8_t>(a, p.head_dim, group, dims.num_tokens, stream);
   else
     dispatch_dim<uint16_t>(a, p.head_dim, group, dims.num_tokens, stream);
-  if (splits > 1) {
-    merge_splits_kernel<<<dim3(static_cast<unsigned>(dims.num_tokens), static_cast<unsigned>(p.heads)), kThreads, 0,
-                          stream>>>(a, p.head_dim);
-    QSA_GPU_CHECK_LAUNCH();
-  }
+  if (splits > 1) launch_merge(a, dims, p.head_dim, stream);
 }
 
 }  // namespace qsa::gpu

@@ -78,9 +78,17 @@ AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const Spar
                                      AttentionPath path);
 // The same for params p: with p.p_rounding = kBf16Normalized always the
 // decode path (the prefill kernel does not implement it; kPrefill asked for
-// explicitly is a ConfigError), otherwise as above.
+// explicitly is a ConfigError). kAuto also takes the decode path wherever
+// the build has the tensor-core decode kernel for p (sparse_attention_mma.hpp:
+// CUDA, bf16-unnormalised P, head_dim 64/128/256, H/G <= 16), prefill steps
+// included: it beats the plan-based prefill kernel there. Otherwise as above.
 AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path);
+
+// Whether this build has the tensor-core decode kernel for params p
+// (sparse_attention_mma.hpp): CUDA, bf16-unnormalised P, head_dim 64, 128 or
+// 256, H/G <= 16. kAuto then takes the decode path for every step.
+bool tensor_core_attention_available(const AttentionParams& p);
 
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards

@@ -51,7 +51,10 @@ namespace qsa::gpu {
 // parallelism the decode kernel has for a few long rows. Without a plan, or
 // for decode batches (one row per request: one row per tile), the decode
 // kernel. The threshold is a reasoned default, not yet tuned on a GPU.
-enum class AttentionPath { kAuto, kDecode, kPrefill };
+// kDecode runs the best decode kernel the build has (the tensor-core one of
+// sparse_attention_mma.hpp where it applies); kDecodePortable forces the
+// portable decode kernel, so that tests can hold the two against each other.
+enum class AttentionPath { kAuto, kDecode, kDecodePortable, kPrefill };
 inline constexpr int64_t kAttentionPrefillMinRowsPerTile = 4;
 
 // Limits of the prefill kernel: rows per tile (one mask bit each), (row,

@@ -94,9 +94,9 @@ SparseAttentionDims validate_sparse_attention(const AttentionParams& p, const Kv
 }
 
 int sparse_attention_splits(const AttentionParams& p, int ids_per_split) {
-  if (ids_per_split <= 0 || ids_per_split % kSparseAttentionTile != 0)
+  if (ids_per_split <= 0 || ids_per_split % kSparseAttentionSplitGrain != 0)
     throw InputError(fmt::format("gpu attention: ids_per_split = {} must be a positive multiple of {}",
-                                 ids_per_split, kSparseAttentionTile));
+                                 ids_per_split, kSparseAttentionSplitGrain));
   const int cols = std::max(0, p.index_width - (p.count_column ? 1 : 0));
   return std::max(1, (cols + ids_per_split - 1) / ids_per_split);
 }
@@ -107,6 +107,12 @@ size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseA
   if (splits == 1) return 0;
   return static_cast<size_t>(dims.num_tokens) * static_cast<size_t>(p.heads) * static_cast<size_t>(splits) *
          (static_cast<size_t>(p.head_dim) + 2);
+}
+
+int sparse_attention_ids_per_split(const AttentionParams& p, const SparseAttentionDims& dims) {
+  if (dims.num_tokens <= kSplitKMaxRows) return kDefaultIdsPerSplit;
+  const int cols = std::max(1, p.index_width - (p.count_column ? 1 : 0));
+  return (cols + kSparseAttentionSplitGrain - 1) / kSparseAttentionSplitGrain * kSparseAttentionSplitGrain;
 }
 
 }  // namespace qsa::gpu

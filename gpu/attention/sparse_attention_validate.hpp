@@ -49,15 +49,26 @@ SparseAttentionDims validate_sparse_attention(const AttentionParams& p, const Kv
                                               TokenIdCheck ids = TokenIdCheck::kLenient);
 
 // Split-K: a row's counted columns are cut into chunks of ids_per_split
-// (a positive multiple of kSparseAttentionTile) handled by separate blocks
-// and merged by log-sum-exp. One chunk means no merge and no workspace.
-inline constexpr int kSparseAttentionTile = 128;
-inline constexpr int kDefaultIdsPerSplit = 256;
+// (a positive multiple of kSparseAttentionSplitGrain) handled by separate
+// blocks and merged by log-sum-exp. One chunk means no merge and no
+// workspace. The portable kernel uses exactly these chunks; the tensor-core
+// kernel takes fewer, longer ones when the batch alone fills the GPU, so the
+// workspace (sized for ids_per_split) bounds its split count. The default
+// is small so that a single decode row can still spread over ~66 blocks.
+inline constexpr int kSparseAttentionTile = 128;  // ids per tile of the portable kernel
+inline constexpr int kSparseAttentionSplitGrain = 32;
+inline constexpr int kDefaultIdsPerSplit = 64;
 int sparse_attention_splits(const AttentionParams& p, int ids_per_split = kDefaultIdsPerSplit);
 // Floats of workspace a launch needs (0 with one split): per (row, head,
 // split) D accumulators plus the running max and sum (with bf16-normalised
 // P: the split's partial PV sum and its softmax max and sum).
 size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
                                          int ids_per_split = kDefaultIdsPerSplit);
+// The ids_per_split a caller without its own policy should use:
+// kDefaultIdsPerSplit up to kSplitKMaxRows rows, one split per row above
+// (then the rows alone fill the GPU and the workspace, which grows with
+// rows x splits, is empty: 8192 prefill rows would otherwise need GBs).
+inline constexpr int64_t kSplitKMaxRows = 128;
+int sparse_attention_ids_per_split(const AttentionParams& p, const SparseAttentionDims& dims);
 
 }  // namespace qsa::gpu

@@ -178,7 +178,8 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   const KvCacheParams kvp = make_kv_cache_params(c, s.geometry.num_pages);
   const SparseAttentionDims dims =
       validate_sparse_attention(ap, kvp, o.token_idx, l.token_to_req, l.seq_lens, l.block_table);
-  DeviceBuffer<float> workspace(sparse_attention_workspace_floats(ap, dims));
+  const int ids_per_split = sparse_attention_ids_per_split(ap, dims);
+  DeviceBuffer<float> workspace(sparse_attention_workspace_floats(ap, dims, ids_per_split));
   SparseAttentionArgs args = b.attention_args(s.caches, workspace);
   // Prefill-shaped steps (several rows per request) take the path where
   // neighbouring rows share K/V loads; it needs a host-built plan.
@@ -187,7 +188,7 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
     plan = upload_prefill_plan(plan_sparse_attention_prefill(ap, dims, o.token_idx, l.token_to_req, l.seq_lens,
                                                              l.block_table),
                                args);
-  launch_sparse_attention(ap, make_gate_params(c), kvp, dims, args, s.stream);
+  launch_sparse_attention(ap, make_gate_params(c), kvp, dims, args, s.stream, ids_per_split);
   clock.mark("attention+gate");
 
   // 5. o_proj reads the gated heads [T, H, D] as one [T, H·D] matrix.

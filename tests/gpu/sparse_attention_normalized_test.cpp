@@ -189,7 +189,7 @@ TEST(GpuSparseAttentionNormalizedPath, PrefillStepsRunTheDecodePath) {
   with_plan.prefill_tiles = plan.tiles.data();  // only compared with null here
   with_plan.prefill_num_tiles = plan.num_tiles();
   const gpu::SparseAttentionDims dims = gpu_test::validate_case(c);
-  ASSERT_EQ(gpu::resolve_attention_path(c.params, dims, with_plan, AttentionPath::kAuto), AttentionPath::kPrefill)
+  ASSERT_EQ(gpu::resolve_attention_path(dims, with_plan, AttentionPath::kAuto), AttentionPath::kPrefill)
       << "the step must be prefill-shaped for this test to mean anything";
 
   c.params.p_rounding = PRounding::kBf16Normalized;

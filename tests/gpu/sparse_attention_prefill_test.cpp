@@ -169,22 +169,31 @@ std::vector<PrefillAttnSpec> special_cases() {
 INSTANTIATE_TEST_SUITE_P(Realistic, GpuSparseAttentionPrefill, testing::ValuesIn(realistic_sweep()), param_name);
 INSTANTIATE_TEST_SUITE_P(Special, GpuSparseAttentionPrefill, testing::ValuesIn(special_cases()), param_name);
 
-// kAuto with a plan takes the prefill path on a prefill step; the result is
-// the prefill path's, bit for bit.
-TEST(GpuSparseAttentionPrefillPath, AutoUsesThePlanOnPrefillSteps) {
-  const PrefillAttnSpec s = spec(128, 2, 4, 64, 4, 16, {64, 40});
-  const uint64_t seed = gpu_test::case_seed("prefill-auto");
-  SCOPED_TRACE(testing::Message() << "seed " << seed);
-  const gpu_test::AttnCase c = gpu_test::make_prefill_attn_case(s, seed);
-  const gpu::SparseAttentionPrefillPlan plan = gpu_test::prefill_plan(c);
-  gpu::SparseAttentionArgs with_plan;
-  with_plan.prefill_tiles = plan.tiles.data();  // only compared with null here
-  with_plan.prefill_num_tiles = plan.num_tiles();
-  const gpu::SparseAttentionDims dims = gpu_test::validate_case(c);
-  ASSERT_EQ(gpu::resolve_attention_path(dims, with_plan, AttentionPath::kAuto), AttentionPath::kPrefill);
-  const gpu_test::GpuOutputs autos = gpu_test::run_gpu_path(c, AttentionPath::kAuto, &plan);
-  const gpu_test::GpuOutputs prefill = gpu_test::run_gpu_path(c, AttentionPath::kPrefill, &plan);
-  EXPECT_TRUE(autos.attn == prefill.attn && autos.gated == prefill.gated);
+// kAuto on a prefill step with a plan: by shape alone it is the prefill
+// path; with the params, the tensor-core decode kernel wins wherever the
+// build has it for them (CUDA, bf16-unnormalised P). Either way kAuto gives
+// the resolved path's result, bit for bit.
+TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
+  for (const PrecisionProfile profile : {PrecisionProfile::kEngine, PrecisionProfile::kExact}) {
+    PrefillAttnSpec s = spec(128, 2, 4, 64, 4, 16, {64, 40});
+    s.attn.profile = profile;
+    const uint64_t seed = gpu_test::case_seed("prefill-auto");
+    SCOPED_TRACE(testing::Message() << "seed " << seed << ", profile " << static_cast<int>(profile));
+    const gpu_test::AttnCase c = gpu_test::make_prefill_attn_case(s, seed);
+    const gpu::SparseAttentionPrefillPlan plan = gpu_test::prefill_plan(c);
+    gpu::SparseAttentionArgs with_plan;
+    with_plan.prefill_tiles = plan.tiles.data();  // only compared with null here
+    with_plan.prefill_num_tiles = plan.num_tiles();
+    const gpu::SparseAttentionDims dims = gpu_test::validate_case(c);
+    ASSERT_EQ(gpu::resolve_attention_path(dims, with_plan, AttentionPath::kAuto), AttentionPath::kPrefill);
+    const AttentionPath resolved = gpu::resolve_attention_path(c.params, dims, with_plan, AttentionPath::kAuto);
+    EXPECT_EQ(resolved, gpu::tensor_core_attention_available(c.params) ? AttentionPath::kDecode
+                                                                        : AttentionPath::kPrefill);
+    const gpu_test::GpuOutputs autos = gpu_test::run_gpu_path(c, AttentionPath::kAuto, &plan);
+    const gpu_test::GpuOutputs chosen = gpu_test::run_gpu_path(c, resolved, &plan);
+    EXPECT_TRUE(autos.attn == chosen.attn && autos.gated == chosen.gated);
+    gpu_test::expect_matches_reference(c, autos);
+  }
 }
 
 // ---- host side -------------------------------------------------------------

@@ -12,8 +12,11 @@
 //    bound alone, sharp enough to notice one dropped or extra id in 2051.
 //  - Coverage: D 32 and 128, H/G 2 and 24 (two head chunks per group), fp8
 //    KV in both flavours, bf16 logits and sigmoid (smoke tests of the knobs).
-//  - Split-K: the same long rows with splits of 128, 256, 1024 ids and one
-//    split, all within the fp32 bound of the reference.
+//  - Split-K: the same long rows with splits of 32 to 1024 ids and one
+//    split, all within the fp32 bound of the reference; the engine profile
+//    through both decode kernels at several split sizes.
+//  - Every spec also through the portable decode kernel (kDecodePortable),
+//    since kDecode takes the tensor-core kernel where it applies.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -37,6 +40,16 @@ TEST_P(GpuSparseAttention, MatchesReference) {
   SCOPED_TRACE(testing::Message() << "seed " << seed << " (override: QSA_TEST_SEED)");
   const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
   gpu_test::expect_matches_reference(c, gpu_test::run_gpu(c));
+}
+
+// kDecode takes the tensor-core kernel where the build has one (CUDA, bf16
+// P, H/G <= 16); the portable kernel must stay correct on the same inputs.
+TEST_P(GpuSparseAttention, PortableKernelMatchesReference) {
+  const AttnSpec& s = GetParam();
+  const uint64_t seed = gpu_test::case_seed(gpu_test::spec_name(s));
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (override: QSA_TEST_SEED)");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
+  gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, gpu::AttentionPath::kDecodePortable, nullptr));
 }
 
 std::vector<AttnSpec> sweep(PrecisionProfile profile, std::vector<int> ids, std::vector<bool> counts) {
@@ -91,20 +104,39 @@ std::vector<AttnSpec> coverage() {
 
 INSTANTIATE_TEST_SUITE_P(Coverage, GpuSparseAttention, testing::ValuesIn(coverage()), param_name);
 
-TEST(GpuSparseAttentionSplits, EverySplitSizeMatchesReference) {
+// Rows of 2051 ids with a count column, G = 2.
+AttnSpec long_rows(int dim, int group, PrecisionProfile profile) {
   AttnSpec s;
-  s.dim = 128;
+  s.dim = dim;
   s.kv_heads = 2;
-  s.group = 4;
+  s.group = group;
   s.ids = 2051;
   s.count = true;
-  s.profile = PrecisionProfile::kExact;
+  s.profile = profile;
+  return s;
+}
+
+TEST(GpuSparseAttentionSplits, EverySplitSizeMatchesReference) {
   const uint64_t seed = gpu_test::case_seed("splits");
-  const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
-  for (int ids_per_split : {128, 256, 1024, 2176}) {
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(long_rows(128, 4, PrecisionProfile::kExact), seed);
+  for (int ids_per_split : {32, 64, 128, 256, 1024, 2176}) {
     SCOPED_TRACE(testing::Message() << "seed " << seed << ", ids_per_split " << ids_per_split);
     gpu_test::expect_matches_reference(c, gpu_test::run_gpu(c, ids_per_split));
   }
+}
+
+// The engine profile (bf16 P) through both decode kernels: the tensor-core
+// kernel picks at most the caller's split count (one split with 2176 ids,
+// its direct-store epilogue), the portable one exactly that count.
+TEST(GpuSparseAttentionSplits, EngineKernelsMatchReferenceAtEverySplitSize) {
+  const uint64_t seed = gpu_test::case_seed("engine-splits");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(long_rows(256, 12, PrecisionProfile::kEngine), seed);
+  for (auto path : {gpu::AttentionPath::kDecode, gpu::AttentionPath::kDecodePortable})
+    for (int ids_per_split : {32, 64, 256, 2176}) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << ", ids_per_split " << ids_per_split << ", path "
+                                      << (path == gpu::AttentionPath::kDecode ? "decode" : "portable"));
+      gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, path, nullptr, ids_per_split));
+    }
 }
 
 }  // namespace

@@ -129,13 +129,15 @@ TEST(GpuSparseAttentionValidate, RejectsUnsupportedConfigurations) {
 
 TEST(GpuSparseAttentionValidate, LauncherRejectsShortWorkspaceAndBadSplits) {
   gpu_test::AttnSpec s;
-  s.ids = 600;  // three splits of 256
+  s.ids = 600;  // ten splits of the default 64 ids, three of 256
   const gpu_test::AttnCase c = gpu_test::make_attn_case(s, gpu_test::case_seed("workspace"));
   const gpu::SparseAttentionDims d = validate(c);
-  EXPECT_EQ(gpu::sparse_attention_splits(c.params), 3);
+  EXPECT_EQ(gpu::sparse_attention_splits(c.params), 10);
+  EXPECT_EQ(gpu::sparse_attention_splits(c.params, 256), 3);
   EXPECT_THROW(gpu::sparse_attention_splits(c.params, 100), InputError);
+  EXPECT_THROW(gpu::sparse_attention_splits(c.params, 0), InputError);
   const size_t need = gpu::sparse_attention_workspace_floats(c.params, d);
-  EXPECT_EQ(need, static_cast<size_t>(d.num_tokens * c.params.heads * 3 * (c.params.head_dim + 2)));
+  EXPECT_EQ(need, static_cast<size_t>(d.num_tokens * c.params.heads * 10 * (c.params.head_dim + 2)));
   gpu::DeviceBuffer<float> ws(need - 1);
   gpu::SparseAttentionArgs a;
   a.workspace = ws.get();

@@ -1,0 +1,520 @@
+// The tensor-core decode kernel (sparse_attention_mma.hpp describes it).
+// NVIDIA only: on AMD this file compiles to "not supported" and the
+// launcher keeps the portable kernel.
+#include <cmath>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "gpu/attention/sparse_attention_mma.hpp"
+#include "gpu/common/mma_sm80.hpp"
+#include "gpu/common/wave.hpp"
+
+namespace qsa::gpu::attn {
+
+#if defined(QSA_GPU_CUDA)
+
+namespace {
+
+using namespace sm80;
+
+constexpr int kWarps = 4;
+constexpr int kBlock = kWarps * 32;
+constexpr int kNT = kMmaTile;     // ids per warp step
+constexpr int kStages = 3;        // steps in each warp's shared-memory ring (two in flight)
+constexpr int kM = 16;            // query heads per block, padded to the mma's rows
+constexpr int kWarpChunk = 512;   // ids whose slots a warp resolves together (16 per lane)
+static_assert(kNT == 16, "one k16 slice of PV per step; the S tile is two n8 tiles");
+
+// Shared-memory layout for head dim D and cache element KvT: Q once, then
+// per warp its own ring, slots and slot chunk (warps never touch each
+// other's), then the per-warp softmax state for the final merge. bf16 rows
+// are padded by 16 bytes so that the 8 rows an ldmatrix reads start on
+// different bank groups; fp8 rows land unpadded and are widened into the
+// warp's padded bf16 tile after they arrive.
+template <int D, class KvT>
+struct Smem {
+  static constexpr bool kFp8 = sizeof(KvT) == 1;
+  static constexpr int kPitch = D + 8;                        // bf16 per padded row
+  static constexpr int kTileBytes = kNT * kPitch * 2;         // one padded bf16 K or V tile
+  static constexpr int kRawRowBytes = kFp8 ? D : kPitch * 2;  // a row as it lands
+  static constexpr int kRawTileBytes = kNT * kRawRowBytes;
+  // Within one warp's region:
+  static constexpr int kRing = 0;                             // [stage][K | V] raw tiles
+  static constexpr int kWide = kRing + kStages * 2 * kRawTileBytes;  // fp8 only: [K | V] bf16
+  static constexpr int kSlots = kWide + (kFp8 ? 2 * kTileBytes : 0);  // [stage][kNT] int32
+  static constexpr int kChunk = kSlots + kStages * kNT * 4;   // [kWarpChunk] int32
+  static constexpr int kWarpBytes = kChunk + kWarpChunk * 4;
+  // Block layout:
+  static constexpr int kQ = 0;                                // [kM][kPitch] bf16
+  static constexpr int kWarp0 = kQ + kM * kPitch * 2;
+  static constexpr int kStats = kWarp0 + kWarps * kWarpBytes; // m, l [2][kWarps][kM]; final m, l [2][kM]
+  static constexpr int kBytes = kStats + (2 * kWarps * kM + 2 * kM) * 4;
+  // The cross-warp merge buffer [kWarps][kM][kMergePitch] floats reuses the
+  // warps' regions once every warp has finished its ids.
+  static constexpr int kMergePitch = D + 4;
+  static_assert(kWarps * kM * kMergePitch * 4 <= kWarps * kWarpBytes, "merge buffer fits the rings");
+  static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kWide % 16 == 0 && kSlots % 16 == 0,
+                "16-byte aligned regions");
+};
+
+// NVIDIA warps are 32 wide; a literal lets the compiler fold lane arithmetic.
+__device__ inline int lane32() { return static_cast<int>(threadIdx.x) & 31; }
+
+__device__ inline uint32_t pack_bf16(float lo, float hi) {
+  // Both are bf16 values already (P rounded to bf16): truncation is exact.
+  return (float_bits(lo) >> 16) | (float_bits(hi) & 0xffff0000u);
+}
+
+// Codes 2e and 2e + 1 of w as two bf16. Every e4m3 value (NaN included) is
+// exact in bf16; OCP e4m3fn takes the hardware conversion, AMD's fnuz (no
+// NVIDIA instruction) the portable decoder.
+__device__ inline uint32_t fp8_pair_to_bf16(uint32_t w, int e, bool fnuz) {
+  if (!fnuz) return e4m3x2_to_bf16x2(w >> (16 * e));
+  const float lo = fp8_e4m3_to_float(static_cast<uint8_t>(w >> (16 * e)), true);
+  const float hi = fp8_e4m3_to_float(static_cast<uint8_t>(w >> (16 * e + 8)), true);
+  return pack_bf16(lo, hi);
+}
+
+// Widens one warp's raw fp8 tile [kNT][D] into its padded bf16 tile.
+template <int D>
+__device__ void widen_tile(const uint8_t* raw, uint16_t* wide, bool fnuz) {
+  for (int i = lane32(); i < kNT * D / 8; i += 32) {
+    const int r = i / (D / 8), c = (i % (D / 8)) * 8;
+    const uint2 w = *reinterpret_cast<const uint2*>(raw + r * D + c);
+    uint4 o;
+    o.x = fp8_pair_to_bf16(w.x, 0, fnuz);
+    o.y = fp8_pair_to_bf16(w.x, 1, fnuz);
+    o.z = fp8_pair_to_bf16(w.y, 0, fnuz);
+    o.w = fp8_pair_to_bf16(w.y, 1, fnuz);
+    *reinterpret_cast<uint4*>(wide + r * Smem<D, uint8_t>::kPitch + c) = o;
+  }
+}
+
+struct Split {
+  const int32_t* ids;
+  int req;
+  int64_t seq_len;
+  int begin, end;
+};
+
+// chunk[i] = the main-cache slot of column `first + i` (i < kWarpChunk) by
+// resolve_slot's rule, -1 at or past `end`. One warp; each lane resolves 16
+// columns with its loads batched (all token ids, then all page entries) so
+// that their latencies overlap. The launcher guarantees slots fit in int32.
+__device__ void resolve_chunk(const KernelArgs& a, const Split& s, int first, int end, int32_t* chunk) {
+  constexpr int kPer = kWarpChunk / 32;
+  const int lane = lane32();
+  int32_t id[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int c = first + lane + 32 * k;
+    id[k] = c < end ? s.ids[c] : -1;
+  }
+  int32_t phys[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const bool in_seq = id[k] >= 0 && id[k] < s.seq_len;
+    const int page = in_seq ? id[k] / a.page_size : a.max_pages;
+    phys[k] = page < a.max_pages ? a.block_table[static_cast<int64_t>(s.req) * a.max_pages + page] : -1;
+  }
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const bool ok = phys[k] >= 0 && phys[k] < a.num_pages;
+    chunk[lane + 32 * k] = ok ? phys[k] * a.page_size + id[k] % a.page_size : -1;
+  }
+  __syncwarp();
+}
+
+// Issues the copies of the warp's step `t` into its ring stage `stage` and
+// records the step's slots (-1: not attended; the row is zero-filled, so P = 0
+// multiplies zeros, never stale data). Each row's K and V go in 16-byte
+// pieces, whole rows per instruction.
+// The copy pattern is fixed per lane: instruction i covers the 32 pieces
+// i·32 + lane of the step's rows laid out as [row][K pieces | V pieces], so
+// each lane's sources (K or V, which piece) and destination offsets are
+// computed once (CopyLane: one per 32-piece part of a row, kParts > 1 only
+// when a row has more than 32 pieces) and a row then costs a shuffle and a
+// multiply.
+template <int D, class KvT>
+struct CopyLane {
+  static constexpr int kPieces = D * static_cast<int>(sizeof(KvT)) / 16;  // 16-byte pieces per K (or V) row
+  static constexpr int kRowPieces = 2 * kPieces;
+  static constexpr int kIters = kNT * kRowPieces / 32;
+  static constexpr int kParts = kRowPieces > 32 ? kRowPieces / 32 : 1;
+  static_assert(kRowPieces % 32 == 0 || 32 % kRowPieces == 0, "pieces tile the warp");
+  const unsigned char* src[kParts];  // the lane's cache (K or V) plus its piece's byte offset
+  uint32_t dst[kParts];              // its piece's offset within a stage
+  __device__ CopyLane(const KernelArgs& a, int lane) {
+    using L = Smem<D, KvT>;
+#pragma unroll
+    for (int h = 0; h < kParts; ++h) {
+      const int p2 = (h * 32 + lane) % kRowPieces;
+      const bool is_v = p2 >= kPieces;
+      const int piece = is_v ? p2 - kPieces : p2;
+      src[h] = static_cast<const unsigned char*>(is_v ? a.v_cache : a.k_cache) + piece * 16;
+      dst[h] = (is_v ? L::kRawTileBytes : 0) + piece * 16;
+    }
+  }
+};
+
+template <int D, class KvT>
+__device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int g, int t, int stage,
+                           unsigned char* wsm, uint32_t wsm_addr) {
+  using L = Smem<D, KvT>;
+  using C = CopyLane<D, KvT>;
+  const int lane = lane32();
+  const int32_t* chunk = reinterpret_cast<const int32_t*>(wsm + L::kChunk) + (t * kNT) % kWarpChunk;
+  const int32_t mine = lane < kNT ? chunk[lane] : -1;
+  if (lane < kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * kNT + lane] = mine;
+  const uint32_t stage_addr = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes;
+  const int64_t row_bytes = static_cast<int64_t>(a.kv_heads) * D * static_cast<int>(sizeof(KvT));
+  const int64_t group_bytes = static_cast<int64_t>(g) * D * static_cast<int>(sizeof(KvT));
+#pragma unroll
+  for (int i = 0; i < C::kIters; ++i) {
+    const int h = i % C::kParts;
+    const int r = (i * 32 + lane) / C::kRowPieces;
+    const int32_t slot = __shfl_sync(0xffffffffu, mine, r);
+    const bool ok = slot >= 0;
+    cp_async16(stage_addr + cl.dst[h] + r * L::kRawRowBytes, ok ? cl.src[h] + group_bytes + slot * row_bytes : cl.src[h],
+               ok);
+  }
+}
+
+// Online softmax of one head row over the step's 4 logits this lane holds
+// (the row's other 12 sit in the 3 lanes of the same quad): updates m and l,
+// turns the logits into P (bf16-rounded with a.round_p) and returns alpha =
+// exp(m_old - m_new). Same rules as tile_softmax: -inf logits give P = 0,
+// fmaxf skips NaN in the max, l sums the unrounded weights.
+__device__ inline float softmax_row(const KernelArgs& a, float& s0, float& s1, float& s2, float& s3, float& m,
+                                    float& l) {
+  float mx = fmaxf(fmaxf(s0, s1), fmaxf(s2, s3));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float m_new = fmaxf(m, mx);
+  float sum = 0.0f;
+  auto weight = [&](float& x) {
+    const float e = m_new == -INFINITY ? 0.0f : expf(x - m_new);
+    sum += e;
+    x = a.round_p ? round_bf16(e) : e;
+  };
+  weight(s0);
+  weight(s1);
+  weight(s2);
+  weight(s3);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
+  l = l * alpha + sum;
+  m = m_new;
+  return alpha;
+}
+
+template <int D, class KvT>
+__global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
+  using L = Smem<D, KvT>;
+  constexpr int kPitch = L::kPitch;
+  constexpr int kDimTiles = D / 8;  // n8 tiles of the output row
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
+  float* stat_m = reinterpret_cast<float*>(smem + L::kStats);  // [kWarps][kM]
+  float* stat_l = stat_m + kWarps * kM;
+  float* fin_m = stat_l + kWarps * kM;  // [kM]
+  float* fin_l = fin_m + kM;
+
+  const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
+  const int gq = lane >> 2, tq = lane & 3;
+  const int64_t row = blockIdx.x;
+  const int g = static_cast<int>(blockIdx.y);
+  const int split = static_cast<int>(blockIdx.z);
+  const int nh = a.heads / a.kv_heads;
+  const int h0 = g * nh;
+  unsigned char* wsm = smem + L::kWarp0 + warp * L::kWarpBytes;
+  const uint32_t wsm_addr = smem_addr(wsm);
+  const CopyLane<D, KvT> cl(a, lane);
+
+  // The split's columns as the portable kernel counts them; each warp takes
+  // a contiguous share of whole steps.
+  Split s;
+  s.ids = a.token_idx + row * a.index_width;
+  int n = a.index_width - (a.count_column ? 1 : 0);
+  if (a.count_column) n = max(0, min(s.ids[a.index_width - 1], a.index_width - 1));
+  s.req = a.token_to_req[row];
+  const bool real = s.req >= 0 && s.req < a.num_reqs;
+  s.seq_len = real ? a.seq_lens[s.req] : 0;
+  s.begin = split * a.ids_per_split;
+  s.end = real ? min(n, s.begin + a.ids_per_split) : s.begin;
+  const int len = max(0, s.end - s.begin);
+  const int share = ((len + kWarps - 1) / kWarps + kNT - 1) / kNT * kNT;
+  const int wb = s.begin + min(len, warp * share);
+  const int we = s.begin + min(len, (warp + 1) * share);
+  const int steps = (we - wb + kNT - 1) / kNT;
+
+  // Q (rows past the group's heads zero) while the first slots resolve and
+  // the first two steps go in flight.
+  for (int i = tid; i < kM * D / 8; i += kBlock) {
+    const int h = i / (D / 8), c = (i % (D / 8)) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (h < nh) v = *reinterpret_cast<const uint4*>(a.q + (row * a.heads + h0 + h) * D + c);
+    *reinterpret_cast<uint4*>(q_s + h * kPitch + c) = v;
+  }
+  __syncthreads();  // Q is in shared memory
+
+  // Per-lane ldmatrix row addresses (byte offsets; ldmatrix_x4 documents the
+  // lane -> row mapping): Q rows (lane & 7) + 8·bit 3, dims + 8·bit 4 (the A
+  // operand's four 8x8 pieces); K ids (lane & 7) + 8·bit 4, dims + 8·bit 3
+  // (b0, b1 of both n8 tiles); V ids (lane & 7) + 8·bit 3, dims + 8·bit 4
+  // (transposed: b0, b1 of two n8 tiles of dims).
+  const uint32_t q_lane =
+      smem_addr(q_s) + (((lane & 7) + ((lane >> 3) & 1) * 8) * kPitch + (lane >> 4) * 8) * 2;
+  const uint32_t k_lane_off = (((lane & 7) + (lane >> 4) * 8) * kPitch + ((lane >> 3) & 1) * 8) * 2;
+  const uint32_t v_lane_off = ((((lane >> 3) & 1) * 8 + (lane & 7)) * kPitch + (lane >> 4) * 8) * 2;
+
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // head rows gq and gq + 8
+  float acc[kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
+
+  // Steps t < 0 only fill the ring (one copy of the issue code: the
+  // kernel's size matters when each warp runs it once, as for one row).
+  for (int t = 1 - kStages; t < steps; ++t) {
+    if (t >= 0) {
+      cp_async_wait<kStages - 2>();  // this lane's copies of step t have landed
+      __syncwarp();                  // everyone's have, and step t - 1 is fully consumed
+    }
+    const int next = t + kStages - 1;
+    if (next < steps) {
+      if ((next * kNT) % kWarpChunk == 0)
+        resolve_chunk(a, s, wb + next * kNT, we, reinterpret_cast<int32_t*>(wsm + L::kChunk));
+      issue_step<D, KvT>(a, cl, g, next, next % kStages, wsm, wsm_addr);
+    }
+    cp_async_commit();
+    if (t < 0) continue;
+    const int stage = t % kStages;
+    uint32_t kt, vt;  // shared-window addresses of the step's bf16 K and V tiles
+    if constexpr (L::kFp8) {
+      const unsigned char* raw = wsm + L::kRing + stage * 2 * L::kRawTileBytes;
+      uint16_t* wide = reinterpret_cast<uint16_t*>(wsm + L::kWide);
+      widen_tile<D>(raw, wide, a.fnuz);
+      widen_tile<D>(raw + L::kRawTileBytes, wide + kNT * kPitch, a.fnuz);
+      __syncwarp();
+      kt = wsm_addr + L::kWide;
+    } else {
+      kt = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes;
+    }
+    vt = kt + L::kTileBytes;
+
+    // S[16 heads, 16 ids] as two n8 tiles (two independent mma chains).
+    float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    const uint32_t k_lane = kt + k_lane_off;
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+      uint32_t qa[4], b[4];
+      ldmatrix_x4(qa, q_lane + kc * 32);
+      ldmatrix_x4(b, k_lane + kc * 32);
+      mma_bf16(sc[0], qa, b[0], b[1]);
+      mma_bf16(sc[1], qa, b[2], b[3]);
+    }
+    const int32_t* slots = reinterpret_cast<const int32_t*>(wsm + L::kSlots) + stage * kNT;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float v = sc[nt][e] * a.k_scale;
+        v = a.round_logits ? round_bf16(round_bf16(v) * a.scale) : v * a.scale;
+        sc[nt][e] = slots[nt * 8 + tq * 2 + (e & 1)] >= 0 ? v : -INFINITY;
+      }
+    const float al0 = softmax_row(a, sc[0][0], sc[0][1], sc[1][0], sc[1][1], m0, l0);
+    const float al1 = softmax_row(a, sc[0][2], sc[0][3], sc[1][2], sc[1][3], m1, l1);
+    // Rescale only when some row's max moved: alpha = 1 is a no-op, so
+    // skipping it changes no bit.
+    if (__any_sync(0xffffffffu, al0 != 1.0f || al1 != 1.0f)) {
+#pragma unroll
+      for (int i = 0; i < kDimTiles; ++i) {
+        acc[i][0] *= al0;
+        acc[i][1] *= al0;
+        acc[i][2] *= al1;
+        acc[i][3] *= al1;
+      }
+    }
+    // P as the A operand straight from the S accumulators' layout.
+    const uint32_t pa[4] = {pack_bf16(sc[0][0], sc[0][1]), pack_bf16(sc[0][2], sc[0][3]),
+                            pack_bf16(sc[1][0], sc[1][1]), pack_bf16(sc[1][2], sc[1][3])};
+    const uint32_t v_lane = vt + v_lane_off;
+#pragma unroll
+    for (int np = 0; np < kDimTiles / 2; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, v_lane + np * 32);
+      mma_bf16(acc[2 * np], pa, b[0], b[1]);
+      mma_bf16(acc[2 * np + 1], pa, b[2], b[3]);
+    }
+  }
+  cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
+
+  // Merge the warps: m = max_w m_w, l = sum_w l_w exp(m_w - m) in warp
+  // order, A = sum_w acc_w exp(m_w - m) in warp order (deterministic).
+  if (tq == 0) {
+    stat_m[warp * kM + gq] = m0;
+    stat_m[warp * kM + gq + 8] = m1;
+    stat_l[warp * kM + gq] = l0;
+    stat_l[warp * kM + gq + 8] = l1;
+  }
+  __syncthreads();  // also: every warp is done with its ring, which the merge buffer reuses
+  float scale_row[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int h = gq + half * 8;
+    float m = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, stat_m[w * kM + h]);
+    float l = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      const float mw = stat_m[w * kM + h];
+      const float f = mw == -INFINITY ? 0.0f : expf(mw - m);
+      l += stat_l[w * kM + h] * f;
+      if (w == warp) scale_row[half] = f;
+    }
+    if (warp == 0 && tq == 0) {
+      fin_m[h] = m;
+      fin_l[h] = l;
+    }
+  }
+  float* merge = reinterpret_cast<float*>(smem + L::kWarp0);  // [kWarps][kM][kMergePitch]
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i) {
+    const int d = i * 8 + tq * 2;
+    float* r0 = merge + (warp * kM + gq) * L::kMergePitch + d;
+    float* r1 = r0 + 8 * L::kMergePitch;
+    *reinterpret_cast<float2*>(r0) = make_float2(acc[i][0] * scale_row[0], acc[i][1] * scale_row[0]);
+    *reinterpret_cast<float2*>(r1) = make_float2(acc[i][2] * scale_row[1], acc[i][3] * scale_row[1]);
+  }
+  __syncthreads();
+  // Each thread owns elements tid + k·kBlock of the [nh, D] output; with one
+  // split it loads all its gates first (one memory latency, not one per
+  // element: see store_gated).
+  constexpr int kPerThread = kM * D / kBlock;
+  const int64_t out0 = (row * a.heads + h0) * D;  // the group's first output element
+  uint16_t gates[kPerThread];
+  if (a.splits == 1) {
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int i = tid + k * kBlock;
+      gates[k] = i < nh * D ? a.gate[out0 + i] : 0;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = tid + k * kBlock;
+    if (i >= nh * D) break;
+    const int h = i / D, d = i % D;
+    float v = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) v += merge[(w * kM + h) * L::kMergePitch + d];
+    v *= a.v_scale;
+    if (a.splits == 1) {
+      const float l = fin_l[h];
+      store_gated(a, out0 + i, l > 0.0f ? v / l : 0.0f, gates[k]);
+    } else {
+      const int64_t head = row * a.heads + h0 + h;
+      a.ws_acc[(head * a.splits + split) * D + d] = v;
+    }
+  }
+  if (a.splits > 1 && tid < nh) {
+    const int64_t part = (row * a.heads + h0 + tid) * a.splits + split;
+    a.ws_ml[part * 2] = fin_m[tid];
+    a.ws_ml[part * 2 + 1] = fin_l[tid];
+  }
+}
+
+// Per kernel instantiation: raises its dynamic shared-memory limit once and
+// reports how many blocks fit on one multiprocessor.
+template <int D, class KvT>
+int prepare_kernel_once() {
+  static std::once_flag once;
+  static int blocks_per_sm = 1;
+  std::call_once(once, [] {
+    QSA_GPU_CHECK(cudaFuncSetAttribute(mma_decode_kernel<D, KvT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       Smem<D, KvT>::kBytes));
+    QSA_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, mma_decode_kernel<D, KvT>, kBlock,
+                                                                Smem<D, KvT>::kBytes));
+    if (blocks_per_sm < 1) blocks_per_sm = 1;
+  });
+  return blocks_per_sm;
+}
+
+int blocks_per_sm_for(int head_dim, bool fp8) {
+  switch (head_dim) {
+    case 64: return fp8 ? prepare_kernel_once<64, uint8_t>() : prepare_kernel_once<64, uint16_t>();
+    case 128: return fp8 ? prepare_kernel_once<128, uint8_t>() : prepare_kernel_once<128, uint16_t>();
+    default: return fp8 ? prepare_kernel_once<256, uint8_t>() : prepare_kernel_once<256, uint16_t>();
+  }
+}
+
+int multiprocessors() {
+  int device = 0;
+  QSA_GPU_CHECK(cudaGetDevice(&device));
+  int sms = 0;
+  QSA_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms > 0 ? sms : 1;
+}
+
+template <int D, class KvT>
+void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
+  prepare_kernel_once<D, KvT>();
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.splits));
+  mma_decode_kernel<D, KvT><<<grid, kBlock, Smem<D, KvT>::kBytes, stream>>>(a);
+  QSA_GPU_CHECK_LAUNCH();
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+bool mma_decode_params_supported(int head_dim, int group, PRounding p_rounding) {
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= kM &&
+         p_rounding == PRounding::kBf16Unnormalized;
+}
+
+bool mma_decode_supported(const KernelArgs& a, int head_dim, int group) {
+  // Slots are kept as int32 in shared memory.
+  const bool slots_fit = a.num_pages * static_cast<int64_t>(a.page_size) <= INT32_MAX;
+  return (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= kM && a.round_p &&
+         slots_fit && aligned16(a.q) && aligned16(a.k_cache) && aligned16(a.v_cache);
+}
+
+int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, bool fp8) {
+  if (pairs <= 0 || cols <= 0) return 1;
+  // One wave of blocks: more splits only add merge traffic and tail blocks.
+  const int64_t slots = static_cast<int64_t>(multiprocessors()) * blocks_per_sm_for(head_dim, fp8);
+  int64_t want = (slots + pairs / 2) / pairs;  // rounded: 2.06 waves of one-split blocks -> 2 splits
+  const int64_t by_tiles = (cols + kWarps * kMmaTile - 1) / (kWarps * kMmaTile);  // a step for every warp
+  if (want > by_tiles) want = by_tiles;
+  if (want > max_splits) want = max_splits;
+  return want < 1 ? 1 : static_cast<int>(want);
+}
+
+void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream) {
+  switch (head_dim) {
+    case 64: return fp8 ? launch_typed<64, uint8_t>(a, rows, stream) : launch_typed<64, uint16_t>(a, rows, stream);
+    case 128:
+      return fp8 ? launch_typed<128, uint8_t>(a, rows, stream) : launch_typed<128, uint16_t>(a, rows, stream);
+    case 256:
+      return fp8 ? launch_typed<256, uint8_t>(a, rows, stream) : launch_typed<256, uint16_t>(a, rows, stream);
+    default: throw ConfigError("gpu attention: head_dim " + std::to_string(head_dim) + " has no tensor-core kernel");
+  }
+}
+
+#else  // AMD: the portable kernel only
+
+bool mma_decode_supported(const KernelArgs&, int, int) { return false; }
+bool mma_decode_params_supported(int, int, PRounding) { return false; }
+int mma_decode_splits(int64_t, int, int max_splits, int, bool) { return max_splits; }
+void launch_mma_decode(const KernelArgs&, int, int64_t, bool, hipStream_t) {
+  throw ConfigError("gpu attention: the tensor-core decode kernel exists only in CUDA builds");
+}
+
+#endif
+
+}  // namespace qsa::gpu::attn

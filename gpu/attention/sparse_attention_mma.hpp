@@ -1,0 +1,64 @@
+// Internal interface between the launcher (sparse_attention.hip) and the
+// tensor-core decode kernel (sparse_attention_mma.hip), NVIDIA sm_80+ only.
+// Include only from .hip files.
+//
+// Same contract and numerics as the portable decode kernel
+// (sparse_attention.hpp) for p_rounding = kBf16Unnormalized, the engines'
+// choice: fp32 logits, online softmax in fp32 with P rounded to bf16, which
+// is exactly the bf16 operand the PV matrix multiply takes. Differences are
+// the accumulation order of the dot products (the tensor cores' fp32 sums
+// over 16-element pieces), and for fp8 KV the scales applied to the sums
+// (k_scale · Σ q·code instead of Σ q·(code·k_scale)); the GPU tests hold it
+// to the same tolerances as the portable kernel.
+//
+// One block of 4 warps per (row, KV group, split), the group's H/G <= 16
+// query heads padded to the 16 rows of the mma tile. Each warp takes a
+// contiguous quarter of the split's ids and runs FlashAttention-2 style on
+// its own, in steps of 16 ids, with no block barrier until the end:
+//   load    the warp resolves the slots of its next 512 ids in one batch,
+//           then copies each step's K and V rows (cp.async, 16 bytes per
+//           lane, zero-filled for ids not attended) into its own 3-stage
+//           shared-memory ring, two steps ahead; fp8 rows are widened to
+//           bf16 (exact) after they land;
+//   logits S[16 heads, 16 ids] = Q K^T (Q from shared memory);
+//   softmax online, in registers: each head row's 16 logits sit in one
+//           quad of lanes; P rounded to bf16 becomes the A operand of PV
+//           without leaving registers;
+//   PV      O[16 heads, D] += P V with V through ldmatrix.trans; the
+//           accumulators are rescaled only when a row's max moves.
+// At the end the 4 warps' (m, l, O) merge by log-sum-exp in warp order.
+// Splits: the launcher picks how many (at most what the caller's workspace
+// allows) so that the grid fills the GPU about once; the portable kernel's
+// merge combines them.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/attention/attention_tile.hpp"
+#include "gpu/common/device_api.hpp"
+#include "reference/core/stage_params.hpp"
+
+namespace qsa::gpu::attn {
+
+inline constexpr int kMmaTile = 16;  // ids per warp step of the tensor-core kernel
+
+// Whether this build and these args can take the tensor-core kernel: a CUDA
+// build, head_dim in {64, 128, 256}, H/G <= 16, P rounded to bf16
+// (kBf16Unnormalized; a.round_p) and 16-byte aligned q, k_cache, v_cache.
+bool mma_decode_supported(const KernelArgs& a, int head_dim, int group);
+// The part of that which depends on the params alone (build, head_dim,
+// H/G, p_rounding = kBf16Unnormalized).
+bool mma_decode_params_supported(int head_dim, int group, PRounding p_rounding);
+
+// Splits the tensor-core kernel wants for `pairs` = rows x KV groups and
+// `cols` counted columns: enough blocks to fill the device about once, never
+// more than `max_splits` (what the caller's workspace holds) nor so many
+// that a warp would get less than one step.
+int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, bool fp8);
+
+// Launches the kernel over `rows` rows; `a` must be complete and checked,
+// with a.splits / a.ids_per_split from mma_decode_splits (ws_* set when
+// a.splits > 1; the caller runs the merge).
+void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream);
+
+}  // namespace qsa::gpu::attn
