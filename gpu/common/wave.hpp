@@ -5,6 +5,8 @@
 // Include only from .hip files.
 #pragma once
 
+#include <cstdint>
+
 #include "gpu/common/device_api.hpp"
 
 namespace qsa::gpu {
@@ -58,5 +60,51 @@ __device__ inline bool block_any(bool pred) { return __syncthreads_or(pred ? 1 :
 __device__ inline int lane_id() { return static_cast<int>(threadIdx.x) % warpSize; }
 __device__ inline int wave_id() { return static_cast<int>(threadIdx.x) / warpSize; }
 __device__ inline int waves_per_block() { return (static_cast<int>(blockDim.x) + warpSize - 1) / warpSize; }
+
+// Ballots: the lane masks that let one lane per wave stand in for every
+// lane that would otherwise hit the same shared-memory counter (the select
+// top-k's histograms). One bit per lane: 32 on NVIDIA, up to 64 on AMD.
+#if defined(QSA_GPU_CUDA)
+using LaneMask = uint32_t;
+#else
+using LaneMask = unsigned long long;
+#endif
+
+__device__ inline LaneMask wave_ballot(bool pred) {
+#if defined(QSA_GPU_CUDA)
+  return __ballot_sync(0xffffffffu, pred);
+#else
+  return __ballot(pred ? 1 : 0);
+#endif
+}
+
+__device__ inline int lane_count(LaneMask m) {
+#if defined(QSA_GPU_CUDA)
+  return __popc(m);
+#else
+  return static_cast<int>(__popcll(m));
+#endif
+}
+
+// The lowest set lane of a non-zero mask.
+__device__ inline int first_lane(LaneMask m) {
+#if defined(QSA_GPU_CUDA)
+  return __ffs(static_cast<int>(m)) - 1;
+#else
+  return static_cast<int>(__ffsll(m)) - 1;
+#endif
+}
+
+// The lanes below this one.
+__device__ inline LaneMask lanes_below() { return (LaneMask{1} << lane_id()) - 1; }
+
+// v as lane `src` holds it (src in [0, warpSize)).
+__device__ inline uint32_t wave_read_lane(uint32_t v, int src) {
+#if defined(QSA_GPU_CUDA)
+  return __shfl_sync(0xffffffffu, v, src);
+#else
+  return __shfl(v, src);
+#endif
+}
 
 }  // namespace qsa::gpu

@@ -1,13 +1,16 @@
 // The select kernels and their launcher. The phases live in
-// select_scores.hpp (decode scores into the scratch row),
-// select_prefill_scores.hpp (tiled prefill scores into the same scratch) and
-// select_topk.hpp (radix select + bitonic sort); this file ties them into
-// the decode kernel (both phases fused, one block per row), the prefill
-// scoring kernel and the top-k kernel, and dispatches on the indexer dtype.
+// select_decode_scores.hpp (decode scores of a chunk of blocks of one row),
+// select_prefill_scores.hpp (tiled prefill scores), select_scores.hpp (the
+// formula both share) and select_topk.hpp (radix select + bitonic sort);
+// this file ties them into the kernels, picks the decode path's kernels and
+// the key reader, and dispatches on the indexer dtype.
 #include "gpu/select/select.hpp"
+
+#include <cstdint>
 
 #include "gpu/select/select_args.hpp"
 #include "gpu/select/select_codes.hpp"
+#include "gpu/select/select_decode_scores.hpp"
 #include "gpu/select/select_prefill_scores.hpp"
 #include "gpu/select/select_scores.hpp"
 #include "gpu/select/select_topk.hpp"
@@ -18,10 +21,18 @@ namespace select_detail {
 
 namespace {
 
+inline constexpr int kPrefillScoreThreads = 256;
+static_assert(kSelectDecodeChunk == kDecodeScoreThreads * kDecodeKeysPerThread, "one chunk per scoring block");
+static_assert(kMaxWinners == kSelectMaxBlocksBudget, "the sort buffer holds K_B keys");
+static_assert(kRadixBins * sizeof(uint32_t) >= kSelectMaxQueryValues * sizeof(float),
+              "the fused decode kernel keeps the query row in TopKShared::hist");
+static_assert((kFp8TableFloats + kSelectMaxQueryValues) * sizeof(float) <= 48 * 1024,
+              "the scoring kernel's table and query row fit the default dynamic shared memory");
+
 // Writes ids[i], scores[i] for i < K_B: the k sorted winners, then -1 / -inf.
 __device__ void write_row(const TopKShared& sh, int k, int blocks_budget, const float* scores,
                           int32_t visible, int32_t* ids_out, float* scores_out) {
-  for (int i = static_cast<int>(threadIdx.x); i < blocks_budget; i += kSelectThreads) {
+  for (int i = static_cast<int>(threadIdx.x); i < blocks_budget; i += kTopKThreads) {
     if (i < k) {
       const uint32_t id = select_key_id(sh.keys[i]);
       ids_out[i] = static_cast<int32_t>(id);
@@ -35,49 +46,98 @@ __device__ void write_row(const TopKShared& sh, int k, int blocks_budget, const 
 }
 
 // Phase 2 of row t over its scores (the scratch row, complete for b < visible,
-// visible >= 1): the one top-k both paths run.
+// visible >= 1): the one top-k every path runs.
 __device__ void topk_phase(const SelectArgs& a, int64_t t, int32_t visible, TopKShared& sh) {
   const float* scores = a.score_scratch + t * a.score_stride;
   const int k = visible < a.blocks_budget ? visible : a.blocks_budget;
-  const uint64_t threshold = k < visible ? kth_largest_key(scores, visible, static_cast<uint32_t>(k), sh) : 0;
-  gather_and_sort(scores, visible, threshold, k, sh);
+  select_top_keys(scores, visible, k, sh);
   write_row(sh, k, a.blocks_budget, scores, visible, a.block_ids + t * a.blocks_budget,
             a.block_scores + t * a.blocks_budget);
 }
 
-// Decode path: both phases of one row per block.
-template <CodeKind kKind, class Code>
-__global__ void __launch_bounds__(kSelectThreads)
-    select_decode_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
-  extern __shared__ float q_s[];  // [H_I * d_I], dynamic
-  __shared__ TopKShared sh;
+// The row's outputs when it sees no block (padding rows included).
+__device__ void write_empty_row(const SelectArgs& a, int64_t t, const TopKShared& sh) {
+  write_row(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
+            a.block_scores + t * a.blocks_budget);
+}
 
+// The paged keys of row t's request (t a real row).
+__device__ PagedKeys request_keys(const SelectArgs& a, int64_t t) {
+  const int32_t req = a.token_to_req[t];
+  return {a.block_table_c + int64_t{req} * a.max_pages, a.max_pages, a.num_pages, a.rows_per_page, a.dim};
+}
+
+// Decode path, rows of at most kSelectDecodeChunk blocks: both phases of one
+// row per block (see launch_decode). fp8 keys are decoded by arithmetic: the
+// table of the scoring kernel would not fit beside TopKShared, and these
+// rows are short.
+template <CodeKind kKind, bool kVector, class Code>
+__global__ void __launch_bounds__(kTopKThreads)
+    select_decode_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
+  __shared__ TopKShared sh;
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
-  if (visible == 0) {  // padding row or nothing visible: uniform over the block
-    write_row(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
-              a.block_scores + t * a.blocks_budget);
+  if (visible == 0) {  // uniform over the block
+    write_empty_row(a, t, sh);
     return;
   }
-
+  // Phase 1. The query row borrows the histogram, which phase 2 first zeroes
+  // after the barrier below. The scratch row is written and re-read by this
+  // block only: __syncthreads makes the global writes visible to its threads.
+  float* q_s = reinterpret_cast<float*>(sh.hist);
   const int query_values = a.heads * a.dim;
   load_query_row<kKind>(index_q + t * query_values, query_values, q_s);
   __syncthreads();
-
-  // Phase 1. The scratch row is written and re-read by this block only:
-  // __syncthreads makes the global writes visible to the block's threads.
-  const int32_t req = a.token_to_req[t];
-  const PagedKeys keys{a.block_table_c + int64_t{req} * a.max_pages, a.max_pages, a.num_pages,
-                       a.rows_per_page, a.dim};
-  score_row<kKind>(q_s, compressed_keys, keys, a.heads, a.scale, visible, a.score_scratch + t * a.score_stride);
+  const PagedKeys keys = request_keys(a, t);
+  float* scores = a.score_scratch + t * a.score_stride;
+  for (int64_t b0 = 0; b0 < visible; b0 += kTopKThreads)
+    score_chunk<kKind, kVector, 1>(q_s, compressed_keys, keys, a.heads, a.scale, visible, b0, PackedDecoder<kKind>{},
+                                   scores);
   __syncthreads();
-
   topk_phase(a, t, visible, sh);
+}
+
+// Chunks b0, b0 + gridDim.y · kSelectDecodeChunk, ... of row t.
+template <CodeKind kKind, bool kVector, class Code, class Decoder>
+__device__ void score_row_chunks(const Code* compressed_keys, const SelectArgs& a, int64_t t, int32_t visible,
+                                 int64_t b0, const float* q_s, const Decoder& decode) {
+  const PagedKeys keys = request_keys(a, t);
+  float* scores = a.score_scratch + t * a.score_stride;
+  for (; b0 < visible; b0 += int64_t{gridDim.y} * kSelectDecodeChunk)
+    score_chunk<kKind, kVector, kDecodeKeysPerThread>(q_s, compressed_keys, keys, a.heads, a.scale, visible, b0,
+                                                      decode, scores);
+}
+
+// Decode path, phase 1: block (t, c) scores chunks c, c + gridDim.y, ... of
+// kSelectDecodeChunk blocks of row t; chunks at or past V(t) (all of a
+// padding row's) exit at once. The vector reader of fp8 keys decodes through
+// a table (select_decode_scores.hpp) ahead of the query row.
+template <CodeKind kKind, bool kVector, class Code>
+__global__ void __launch_bounds__(kDecodeScoreThreads, 2)
+    select_decode_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
+  extern __shared__ float4 decode_shared[];  // [fp8 table] then [H_I * d_I] query floats, dynamic
+  constexpr bool kTable = kUsesFp8Table<kKind, kVector>;
+  const int64_t t = blockIdx.x;
+  const int32_t visible = guarded_visible(a, t);
+  const int64_t b0 = int64_t{blockIdx.y} * kSelectDecodeChunk;
+  if (b0 >= visible) return;  // uniform over the block
+  float* shared = reinterpret_cast<float*>(decode_shared);
+  float* q_s = kTable ? shared + kFp8TableFloats : shared;
+  const int query_values = a.heads * a.dim;
+  load_query_row<kKind>(index_q + t * query_values, query_values, q_s);
+  if constexpr (kTable) {
+    const Fp8TableDecoder decode = load_fp8_table<kKind>(shared);
+    __syncthreads();
+    score_row_chunks<kKind, kVector>(compressed_keys, a, t, visible, b0, q_s, decode);
+  } else {
+    __syncthreads();
+    score_row_chunks<kKind, kVector>(compressed_keys, a, t, visible, b0, q_s, PackedDecoder<kKind>{});
+  }
 }
 
 // Prefill path, phase 1: one block per chunk of shape.rows rows.
 template <CodeKind kKind, class Code>
-__global__ void __launch_bounds__(kSelectThreads)
+__global__ void __launch_bounds__(kPrefillScoreThreads)
     select_prefill_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a,
                                 SelectPrefillShape shape) {
   extern __shared__ float tiles_s[];  // q [rows, q_stride] then keys [keys, k_stride], dynamic
@@ -87,38 +147,66 @@ __global__ void __launch_bounds__(kSelectThreads)
                              tiles_s + static_cast<size_t>(shape.rows) * shape.q_stride, vis_s, ok_s);
 }
 
-// Prefill path, phase 2: one block per row over the scratch the scoring
-// kernel wrote earlier on the same stream.
-__global__ void __launch_bounds__(kSelectThreads) select_topk_kernel(SelectArgs a) {
+// Phase 2 of the split decode path and of the prefill path: one block per
+// row over the scratch the scoring kernel wrote earlier on the same stream.
+__global__ void __launch_bounds__(kTopKThreads) select_topk_kernel(SelectArgs a) {
   __shared__ TopKShared sh;
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
   if (visible == 0) {
-    write_row(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
-              a.block_scores + t * a.blocks_budget);
+    write_empty_row(a, t, sh);
     return;
   }
   topk_phase(a, t, visible, sh);
 }
 
-template <CodeKind kKind, class Code>
-void launch_kernels(const SelectLayout& l, const SelectPrefillShape* prefill, const void* index_q,
-                    const void* compressed_keys, const SelectArgs& args, hipStream_t stream) {
+// The decode path. When no row sees more than one chunk (max_visible <=
+// kSelectDecodeChunk), splitting would launch the same one scoring block per
+// row and add a launch and a round trip of the scores, so both phases run
+// fused in one block per row. Longer rows are split: the scoring kernel's
+// grid (rows, chunks) keeps every SM streaming keys whatever the row count
+// (64 rows at 32K blocks are 4096 blocks), and the top-k kernel then reads
+// the scores back from L2.
+template <CodeKind kKind, bool kVector, class Code>
+void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compressed_keys, const SelectArgs& args,
+                   hipStream_t stream) {
   const unsigned rows = static_cast<unsigned>(l.rows);
-  if (prefill == nullptr) {
-    const size_t dynamic_shared =
-        sizeof(float) * static_cast<size_t>(args.heads) * static_cast<size_t>(args.dim);
-    select_decode_kernel<kKind, Code><<<rows, kSelectThreads, dynamic_shared, stream>>>(
-        static_cast<const Code*>(index_q), static_cast<const Code*>(compressed_keys), args);
+  if (l.max_visible <= kSelectDecodeChunk) {
+    select_decode_kernel<kKind, kVector, Code><<<rows, kTopKThreads, 0, stream>>>(index_q, compressed_keys, args);
     QSA_GPU_CHECK_LAUNCH();
+    return;
+  }
+  const int64_t chunks = (int64_t{l.max_visible} + kSelectDecodeChunk - 1) / kSelectDecodeChunk;
+  const dim3 grid(rows, static_cast<unsigned>(chunks < 65535 ? chunks : 65535));  // the kernel strides over y
+  const size_t table_floats = kUsesFp8Table<kKind, kVector> ? kFp8TableFloats : 0;
+  const size_t dynamic_shared =
+      sizeof(float) * (static_cast<size_t>(args.heads) * static_cast<size_t>(args.dim) + table_floats);
+  select_decode_score_kernel<kKind, kVector, Code>
+      <<<grid, kDecodeScoreThreads, dynamic_shared, stream>>>(index_q, compressed_keys, args);
+  QSA_GPU_CHECK_LAUNCH();
+  select_topk_kernel<<<rows, kTopKThreads, 0, stream>>>(args);
+  QSA_GPU_CHECK_LAUNCH();
+}
+
+template <CodeKind kKind, class Code>
+void launch_kernels(const SelectLayout& l, const SelectPrefillShape* prefill, bool vector_keys,
+                    const void* index_q, const void* compressed_keys, const SelectArgs& args, hipStream_t stream) {
+  const auto* q = static_cast<const Code*>(index_q);
+  const auto* k = static_cast<const Code*>(compressed_keys);
+  if (prefill == nullptr) {
+    if (vector_keys) {
+      launch_decode<kKind, true>(l, q, k, args, stream);
+    } else {
+      launch_decode<kKind, false>(l, q, k, args, stream);
+    }
     return;
   }
   const int64_t chunks = (l.rows + prefill->rows - 1) / prefill->rows;
   select_prefill_score_kernel<kKind, Code>
-      <<<static_cast<unsigned>(chunks), kSelectThreads, prefill->shared_bytes(), stream>>>(
-          static_cast<const Code*>(index_q), static_cast<const Code*>(compressed_keys), args, *prefill);
+      <<<static_cast<unsigned>(chunks), kPrefillScoreThreads, prefill->shared_bytes(), stream>>>(q, k, args,
+                                                                                                 *prefill);
   QSA_GPU_CHECK_LAUNCH();
-  select_topk_kernel<<<rows, kSelectThreads, 0, stream>>>(args);
+  select_topk_kernel<<<static_cast<unsigned>(l.rows), kTopKThreads, 0, stream>>>(args);
   QSA_GPU_CHECK_LAUNCH();
 }
 
@@ -131,7 +219,6 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
                    const int32_t* visible_blocks, const int32_t* block_table_c, float* score_scratch,
                    int32_t* block_ids, float* block_scores, hipStream_t stream, SelectPath path) {
   using namespace select_detail;
-  static_assert(kMaxWinners == kSelectMaxBlocksBudget, "the sort buffer holds K_B keys");
   check_select_params(p, codes);
   check_select_layout(layout);
   if (path != SelectPath::kAuto && path != SelectPath::kDecode && path != SelectPath::kPrefill)
@@ -162,15 +249,19 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
   args.blocks_budget = p.blocks_budget;
   args.scale = static_cast<float>(p.score_scale);
 
+  // The decode scorer's 16-byte key reads: whole vectors per key row and an
+  // aligned cache (rows then start at multiples of 16 bytes too).
+  const bool vector_keys =
+      p.dim % 16 == 0 && reinterpret_cast<uintptr_t>(compressed_keys) % 16 == 0;
   const SelectPrefillShape shape = select_prefill_shape(p);
   const SelectPrefillShape* prefill =
       resolve_select_path(p, layout, path) == SelectPath::kPrefill ? &shape : nullptr;
   if (codes.dtype == IndexerDtype::kBf16) {
-    launch_kernels<CodeKind::kBf16, uint16_t>(layout, prefill, index_q, compressed_keys, args, stream);
+    launch_kernels<CodeKind::kBf16, uint16_t>(layout, prefill, vector_keys, index_q, compressed_keys, args, stream);
   } else if (codes.fp8_flavor == Fp8Flavor::kE4m3fnuz) {
-    launch_kernels<CodeKind::kFp8Fnuz, uint8_t>(layout, prefill, index_q, compressed_keys, args, stream);
+    launch_kernels<CodeKind::kFp8Fnuz, uint8_t>(layout, prefill, vector_keys, index_q, compressed_keys, args, stream);
   } else {  // e4m3fn and its eager-NaN variant decode alike
-    launch_kernels<CodeKind::kFp8Fn, uint8_t>(layout, prefill, index_q, compressed_keys, args, stream);
+    launch_kernels<CodeKind::kFp8Fn, uint8_t>(layout, prefill, vector_keys, index_q, compressed_keys, args, stream);
   }
 }
 

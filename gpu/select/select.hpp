@@ -8,18 +8,26 @@
 // are all -1 / -inf.
 //
 // Two paths share the score scratch and the top-k phase:
-//  - decode: one thread block per query row. Phase 1 scores every visible
-//    block into a caller-provided scratch row; phase 2 radix-selects the K-th
-//    largest 64-bit key (orderable score bits, inverted id) over that row,
-//    gathers the winners and sorts them with a bitonic sort in shared memory.
+//  - decode: when no row sees more than kSelectDecodeChunk (512) blocks,
+//    both phases run fused, one thread block per row. Otherwise they are
+//    split: a scoring kernel whose grid is (rows, chunks of 512 blocks)
+//    scores each chunk in one thread block (2 blocks per thread, each key
+//    read whole with 16-byte loads when d_I % 16 == 0 and the cache is
+//    16-byte aligned, fp8 codes decoded through a table in shared memory;
+//    else one code at a time), then a top-k kernel, one block per row, runs
+//    phase 2 over the scratch row (gpu/select/select_decode_scores.hpp).
 //  - prefill: a scoring kernel where one thread block takes a chunk of up to
 //    select_prefill_shape(p).rows consecutive rows (16 for the released
 //    model); each maximal run of rows of ONE request inside the chunk (rows of
 //    different requests never share a run) streams that request's compressed
 //    keys through shared memory in tiles of `keys` blocks, decoded once for
-//    all the run's rows and heads. It writes the same scratch layout, then a
-//    top-k kernel (one block per row) runs phase 2 unchanged.
-// Both paths compute every score with the same fma sequence (per head one fma
+//    all the run's rows and heads. It writes the same scratch layout, then
+//    the top-k kernel runs phase 2 unchanged.
+// Phase 2 radix-selects the K-th largest 64-bit key (orderable score bits,
+// inverted id) with 12-bit digits and wave-aggregated histogram counts,
+// resolves the last digits over the K-th key's bucket in shared memory, and
+// sorts the winners with a bitonic sort (gpu/select/select_topk.hpp).
+// All paths compute every score with the same fma sequence (per head one fma
 // chain over j = 0 .. d_I - 1, heads added in increasing h, then times s), so
 // the prefill path's scratch, ids and scores are bit-identical to the decode
 // path's. The tiles are found in-kernel from token_to_req: the prefill path
@@ -41,6 +49,10 @@ namespace qsa::gpu {
 // Limits of this kernel (validate_select rejects anything beyond them).
 inline constexpr int kSelectMaxBlocksBudget = 2048;  // K_B: the bitonic sort buffer in shared memory
 inline constexpr int kSelectMaxQueryValues = 4096;   // H_I · d_I: the decoded query row in shared memory
+// Blocks of one row scored by one thread block of the decode path's scoring
+// kernel; a launch whose rows all see at most this many takes the fused
+// kernel instead.
+inline constexpr int kSelectDecodeChunk = 512;
 
 // Element type of index_q and of the compressed cache (the indexer dtype).
 struct IndexerCodes {

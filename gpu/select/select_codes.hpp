@@ -36,6 +36,18 @@ QSA_SELECT_HD inline float decode_code(uint32_t code) {
   }
 }
 
+// Code e of a 32-bit word of packed codes (little-endian, as both GPU
+// vendors store them): bf16 e in {0, 1}, fp8 e in {0, 1, 2, 3}. Equals
+// decode_code of that code, bit for bit.
+template <CodeKind kKind>
+QSA_SELECT_HD inline float decode_packed(uint32_t word, int e) {
+  if constexpr (kKind == CodeKind::kBf16) {
+    return float_from_bits(e == 0 ? word << 16 : word & 0xFFFF0000u);
+  } else {
+    return decode_code<kKind>((word >> (8 * e)) & 0xFFu);
+  }
+}
+
 // max(0, x) that keeps NaN (spec: a broken key must rank first, not vanish).
 QSA_SELECT_HD inline float relu_keep_nan(float x) {
   if (is_nan_bits(bits_from_float(x))) return x;

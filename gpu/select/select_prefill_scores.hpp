@@ -25,7 +25,7 @@ namespace qsa::gpu::select_detail {
 
 // Cache row of block b of the request whose table row is `table_row`, or -1
 // when its page is beyond the table, unmapped or past the cache (such a
-// block scores NaN, as in score_row).
+// block scores NaN, as in paged_row).
 __device__ inline int64_t prefill_cache_row(const SelectArgs& a, const int32_t* table_row, int32_t b) {
   const int32_t page = b / a.rows_per_page;
   const int32_t phys = page < a.max_pages ? table_row[page] : -1;

@@ -1,15 +1,16 @@
-// Phase 1 of the select kernel: the fp32 block scores of one query row.
-// Device code, included by select.hip only (the prefill path's tiled
-// scoring, select_prefill_scores.hpp, shares score_with).
+// The scoring formula of the select kernels and what its callers share.
+// Device code, included by select.hip only (through the decode path's chunk
+// scorer, select_decode_scores.hpp, and the prefill path's tiled scorer,
+// select_prefill_scores.hpp).
 //
 //   score(b) = s · Σ_h ReLU(q[h] · k[b])
 //
-// Each thread scores whole blocks (b = tid, tid + blockDim, ...) from the
-// decoded query in shared memory. The summation order is fixed and the same
-// for every block: per head one fma chain over j = 0 .. d_I - 1, heads added
-// in increasing h, then one product with s. Blocks with bit-identical keys
-// therefore get bit-identical scores, which is what makes exact ties (and so
-// the lower-id rule) reproducible on the GPU.
+// The summation order is fixed and the same for every block and every path:
+// per head one fma chain over j = 0 .. d_I - 1, heads added in increasing h
+// (starting from 0.0f), then one product with s. Blocks with bit-identical
+// keys therefore get bit-identical scores, which is what makes exact ties
+// (and so the lower-id rule) reproducible on the GPU, and what makes the
+// paths' scores identical bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -78,24 +79,15 @@ struct PagedKeys {
   int dim;
 };
 
-// scores[b] for b < visible. A block whose page is unmapped or out of range
-// (validate_select rejects such inputs; this is the kernel's own cheap guard)
-// reads nothing and scores NaN, so it ranks first and cannot go unnoticed.
-template <CodeKind kKind, class Code>
-__device__ void score_row(const float* q_s, const Code* keys, const PagedKeys& g, int heads, float scale,
-                          int32_t visible, float* scores) {
-  for (int32_t b = static_cast<int32_t>(threadIdx.x); b < visible; b += static_cast<int32_t>(blockDim.x)) {
-    const int32_t page = b / g.rows_per_page;
-    const int32_t phys = page < g.max_pages ? g.table_row[page] : -1;
-    float s;
-    if (phys < 0 || phys >= g.num_pages) {
-      s = float_from_bits(kQuietNanBits);
-    } else {
-      const int64_t row = int64_t{phys} * g.rows_per_page + b % g.rows_per_page;
-      s = score_block<kKind>(q_s, keys + row * g.dim, heads, g.dim, scale);
-    }
-    scores[b] = s;
-  }
+// Cache row of block b, or -1 when its page is beyond the table, unmapped or
+// past the cache (validate_select rejects such inputs; this is the kernel's
+// own cheap guard): such a block reads nothing and scores NaN, so it ranks
+// first and cannot go unnoticed.
+__device__ inline int64_t paged_row(const PagedKeys& g, int32_t b) {
+  const int32_t page = b / g.rows_per_page;
+  const int32_t phys = page < g.max_pages ? g.table_row[page] : -1;
+  if (phys < 0 || phys >= g.num_pages) return -1;
+  return int64_t{phys} * g.rows_per_page + b % g.rows_per_page;
 }
 
 }  // namespace qsa::gpu::select_detail

@@ -1,89 +1,217 @@
-// Phase 2 of the select kernel: the canonical top-k of one row's scores.
-// Device code, included by select.hip only.
+// Phase 2 of the select kernels: the canonical top-k of one row's scores, by
+// one thread block of kTopKThreads. Device code, included by select.hip only.
 //
 // Every block b gets the 64-bit key select_key(score[b], b) (select_codes.hpp):
-// unsigned key order is the canonical order, keys are distinct. So the top k
-// blocks are exactly the k largest keys, and the k-th largest key is found
-// by an MSB-first radix select (8 bits per pass, at most 8 passes, usually
-// far fewer: it stops as soon as the whole bucket it is in is selected).
-// The k winners (key >= threshold) are gathered into shared memory and
-// sorted descending with a bitonic sort, which gives the canonical order.
+// unsigned key order is the canonical order and keys are distinct, so the top
+// k blocks are exactly the k largest keys. An MSB-first radix select finds
+// them with 12-bit digits (5 passes of 12 bits, then 4): the top digit is the
+// sign, the exponent and 3 mantissa bits of the score, and scores of one row
+// crowd a few exponents, so 8-bit digits would put most keys of a row in one
+// or two bins, i.e. the same shared-memory counter. Two measures keep the
+// histogram free of that contention:
+//  - 4096 bins spread the crowded exponents over their mantissa bits;
+//  - a wave counts the bin of its first active lane with one atomicAdd of a
+//    ballot's population (the lanes of an exact tie, a NaN run, ReLU zeros
+//    or the constant high bits of the ids all land there); only the other
+//    lanes add one by one, and they rarely share a bin.
+// The scores are read from global memory (L2) in as few passes as possible:
+// histogram passes over the row run only until the bucket holding the k-th
+// key has at most kMaxCandidates keys (after the first pass for smooth score
+// distributions; exact ties can take more); one more pass then gathers the
+// keys above that bucket (sure winners) and the bucket itself (candidates,
+// in shared memory), and the remaining digits are resolved over the
+// candidates alone. The k winners are sorted descending with a bitonic sort
+// in shared memory, which gives the canonical order.
 //
-// The block size must be kSelectThreads (256): the histogram scan gives each
-// thread one of the 256 digit bins.
+// Every function here runs in the whole block (barriers and ballots), whose
+// size must be kTopKThreads.
 #pragma once
 
 #include <cstdint>
 
 #include "gpu/common/device_api.hpp"
+#include "gpu/common/wave.hpp"
 #include "gpu/select/select_codes.hpp"
 
 namespace qsa::gpu::select_detail {
 
-inline constexpr int kSelectThreads = 256;
-inline constexpr int kRadixBins = 256;
-inline constexpr int kMaxWinners = 2048;  // kSelectMaxBlocksBudget
+inline constexpr int kTopKThreads = 512;
+inline constexpr int kRadixBits = 12;
+inline constexpr int kRadixBins = 1 << kRadixBits;
+inline constexpr int kBinsPerThread = kRadixBins / kTopKThreads;  // each thread scans its own bins
+inline constexpr int kRadixPasses = 6;                            // 5 x 12 bits, then 4
+inline constexpr int kMaxWinners = 2048;                          // kSelectMaxBlocksBudget
+inline constexpr int kMaxCandidates = 1536;                       // what fits beside the rest in 48 KiB
+inline constexpr int kRowBatch = 8;  // scores a thread loads before using them (loads in flight)
+inline constexpr int kMaxWaves = kTopKThreads / kMinWaveSize;
 
+// The block's shared memory; static, so it must stay within the 48 KiB every
+// backend grants without opting in (the fused decode kernel also keeps its
+// query row in `hist` before phase 2).
 struct TopKShared {
-  uint64_t keys[kMaxWinners];  // winners, then sorted
-  uint32_t hist[kRadixBins];
-  uint32_t scan[kRadixBins];
-  uint32_t digit;   // the bucket holding the k-th key in this pass
-  uint32_t need;    // how many keys still to take from that bucket
-  uint32_t bucket;  // keys in that bucket
-  uint32_t count;   // winners gathered
+  uint64_t keys[kMaxWinners];    // winners, then sorted
+  uint64_t cand[kMaxCandidates]; // the bucket of the k-th key
+  alignas(16) uint32_t hist[kRadixBins];
+  uint32_t wave_total[kMaxWaves];
+  uint32_t digit;       // the bin holding the k-th key in this pass
+  uint32_t need;        // its rank among the keys of that bin
+  uint32_t bucket;      // keys in that bin
+  uint32_t count;       // winners gathered
+  uint32_t cand_count;  // candidates gathered
+};
+static_assert(sizeof(TopKShared) <= 48 * 1024, "static shared memory beyond the default limit");
+static_assert(kRadixBits * (kRadixPasses - 1) < 64 && kRadixBits * kRadixPasses >= 64, "the passes cover the key");
+
+// Bits [shift, shift + bits) of the key are the digit of pass `pass`.
+__device__ inline int pass_shift(int pass) { return pass < kRadixPasses - 1 ? 64 - kRadixBits * (pass + 1) : 0; }
+__device__ inline int pass_bits(int pass) {
+  return pass < kRadixPasses - 1 ? kRadixBits : 64 - kRadixBits * (kRadixPasses - 1);
+}
+
+// Where the k-th largest key stands after the passes so far; every thread
+// holds the same copy.
+struct RadixState {
+  uint64_t prefix = 0;  // its digits fixed so far, zeros below
+  uint64_t mask = 0;    // the bits fixed so far
+  uint32_t need = 0;    // its rank among the keys matching prefix
+  uint32_t bucket = 0;  // keys matching prefix
+  int pass = 0;
 };
 
-// The k-th largest key over b < visible, for 1 <= k < visible. The result has
-// zeros below the bits it fixed, so {key >= result} holds exactly k keys.
-__device__ inline uint64_t kth_largest_key(const float* scores, int32_t visible, uint32_t k, TopKShared& sh) {
-  const int tid = static_cast<int>(threadIdx.x);
-  uint64_t prefix = 0;
-  uint64_t mask = 0;
-  uint32_t need = k;  // rank of the wanted key among keys matching prefix
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    sh.hist[tid] = 0;
-    __syncthreads();
-    for (int32_t b = tid; b < visible; b += kSelectThreads) {
-      const uint64_t key = select_key(scores[b], static_cast<uint32_t>(b));
-      if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 0xFFu], 1u);
+// The keys of a row b < visible, read from the scratch row. visit(key,
+// valid) runs in a loop with the same trip count in every thread, so it may
+// use ballots; kRowBatch loads per thread are in flight before the first use.
+struct RowKeys {
+  const float* scores;
+  uint32_t visible;
+  template <class Visit>
+  __device__ void visit(Visit&& fn) const {
+    const uint32_t tid = threadIdx.x;
+    for (uint32_t base = 0; base < visible; base += kTopKThreads * kRowBatch) {
+      float s[kRowBatch];
+#pragma unroll
+      for (int u = 0; u < kRowBatch; ++u) {
+        const uint32_t b = base + u * kTopKThreads + tid;
+        s[u] = b < visible ? scores[b] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kRowBatch; ++u) {
+        const uint32_t b = base + u * kTopKThreads + tid;
+        fn(select_key(s[u], b), b < visible);
+      }
     }
-    __syncthreads();
-    // Inclusive suffix sums (Hillis-Steele): scan[d] = keys in buckets >= d.
-    const uint32_t here = sh.hist[tid];
-    uint32_t incl = here;
-    sh.scan[tid] = incl;
-    __syncthreads();
-    for (int off = 1; off < kRadixBins; off <<= 1) {
-      const uint32_t add = tid + off < kRadixBins ? sh.scan[tid + off] : 0u;
-      __syncthreads();
-      incl += add;
-      sh.scan[tid] = incl;
-      __syncthreads();
-    }
-    // Exactly one non-empty bucket has (keys above it) < need <= (keys from it up).
-    const uint32_t above = incl - here;
-    if (here > 0 && above < need && need <= incl) {
-      sh.digit = static_cast<uint32_t>(tid);
-      sh.need = need - above;
-      sh.bucket = here;
-    }
-    __syncthreads();
-    prefix |= static_cast<uint64_t>(sh.digit) << shift;
-    mask |= uint64_t{0xFF} << shift;
-    need = sh.need;
-    const bool whole_bucket = sh.bucket == need;
-    __syncthreads();  // everyone has read sh.* before the next pass rewrites it
-    if (whole_bucket) break;
   }
-  return prefix;
+};
+
+// The candidates in shared memory, visited like RowKeys.
+struct CandidateKeys {
+  const uint64_t* cand;
+  uint32_t count;
+  template <class Visit>
+  __device__ void visit(Visit&& fn) const {
+    for (uint32_t base = 0; base < count; base += kTopKThreads) {
+      const uint32_t i = base + threadIdx.x;
+      fn(i < count ? cand[i] : uint64_t{0}, i < count);
+    }
+  }
+};
+
+// hist[bin] += 1 for every lane with `active`; the lanes sharing the first
+// active lane's bin add with one atomic (see the file comment).
+__device__ inline void count_in_bin(uint32_t* hist, bool active, uint32_t bin) {
+  const LaneMask act = wave_ballot(active);
+  if (act == 0) return;  // uniform over the wave
+  const int leader = first_lane(act);
+  const uint32_t lead_bin = wave_read_lane(bin, leader);
+  const LaneMask same = wave_ballot(active && bin == lead_bin);
+  if (lane_id() == leader) {
+    atomicAdd(&hist[lead_bin], static_cast<uint32_t>(lane_count(same)));
+  } else if (active && bin != lead_bin) {
+    atomicAdd(&hist[bin], 1u);
+  }
+}
+
+// Appends the keys of the lanes with `take` to buf[*count, ...), one atomic
+// per wave; slots past `capacity` are dropped (the callers never reach them).
+__device__ inline void append_keys(uint64_t* buf, uint32_t* count, uint32_t capacity, bool take, uint64_t key) {
+  const LaneMask takers = wave_ballot(take);
+  if (takers == 0) return;  // uniform over the wave
+  const int leader = first_lane(takers);
+  uint32_t base = 0;
+  if (lane_id() == leader) base = atomicAdd(count, static_cast<uint32_t>(lane_count(takers)));
+  base = wave_read_lane(base, leader);
+  const uint32_t slot = base + static_cast<uint32_t>(lane_count(takers & lanes_below()));
+  if (take && slot < capacity) buf[slot] = key;
+}
+
+// From the histogram of this pass: the bin holding the k-th key, folded into
+// st. Each thread owns kBinsPerThread consecutive bins; an inclusive suffix
+// sum of the threads' totals (within the wave by shuffles, then over the
+// waves above) tells the one thread whose bins hold it.
+__device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint32_t digit_mask) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const uint32_t* mine = sh.hist + tid * kBinsPerThread;
+  uint32_t own = 0;
+#pragma unroll
+  for (int i = 0; i < kBinsPerThread; ++i) own += mine[i];
+  const int lane = lane_id();
+  uint32_t incl = own;  // keys in the bins of this thread and the threads above it
+  for (int off = 1; off < warpSize; off <<= 1) {
+    const bool inside = lane + off < warpSize;
+    const uint32_t up = wave_read_lane(incl, inside ? lane + off : lane);
+    if (inside) incl += up;
+  }
+  if (lane == 0) sh.wave_total[wave_id()] = incl;
+  __syncthreads();
+  for (int w = wave_id() + 1; w < waves_per_block(); ++w) incl += sh.wave_total[w];
+  const uint32_t above = incl - own;
+  if (above < st.need && st.need <= incl) {  // exactly one thread
+    uint32_t acc = above;
+    for (int i = kBinsPerThread - 1; i >= 0; --i) {
+      const uint32_t c = mine[i];
+      if (acc + c >= st.need) {
+        sh.digit = static_cast<uint32_t>(tid * kBinsPerThread + i);
+        sh.need = st.need - acc;
+        sh.bucket = c;
+        break;
+      }
+      acc += c;
+    }
+  }
+  __syncthreads();
+  st.prefix |= static_cast<uint64_t>(sh.digit) << shift;
+  st.mask |= static_cast<uint64_t>(digit_mask) << shift;
+  st.need = sh.need;
+  st.bucket = sh.bucket;
+  ++st.pass;
+  // sh.digit / need / bucket are rewritten only after the next pass's two
+  // barriers, sh.wave_total after one: no barrier needed here.
+}
+
+// One radix pass over the keys of `src` that match st.prefix.
+template <class Keys>
+__device__ void radix_pass(const Keys& src, TopKShared& sh, RadixState& st) {
+  const int shift = pass_shift(st.pass);
+  const uint32_t digit_mask = (1u << pass_bits(st.pass)) - 1u;
+  // A thread zeroes the bins it alone read in the previous pass.
+  uint32_t* mine = sh.hist + threadIdx.x * kBinsPerThread;
+#pragma unroll
+  for (int i = 0; i < kBinsPerThread; ++i) mine[i] = 0;
+  __syncthreads();
+  const uint64_t prefix = st.prefix;
+  const uint64_t mask = st.mask;
+  src.visit([&](uint64_t key, bool valid) {
+    count_in_bin(sh.hist, valid && (key & mask) == prefix, static_cast<uint32_t>(key >> shift) & digit_mask);
+  });
+  __syncthreads();
+  pick_bin(sh, st, shift, digit_mask);
 }
 
 // Descending bitonic sort of keys[0, n), n a power of two <= kMaxWinners.
 __device__ inline void bitonic_sort_desc(uint64_t* keys, int n) {
   for (int size = 2; size <= n; size <<= 1) {
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int i = static_cast<int>(threadIdx.x); i < n; i += kSelectThreads) {
+      for (int i = static_cast<int>(threadIdx.x); i < n; i += kTopKThreads) {
         const int j = i ^ stride;
         if (j > i) {
           const uint64_t a = keys[i];
@@ -108,22 +236,52 @@ __device__ inline int next_pow2(int x) {
   return n;
 }
 
-// Gathers the k keys >= threshold into sh.keys and sorts them descending;
-// sh.keys[k, next_pow2(k)) is zero padding (smaller than every key).
-__device__ inline void gather_and_sort(const float* scores, int32_t visible, uint64_t threshold, int k,
-                                       TopKShared& sh) {
+// The k largest keys of scores[0, visible) (1 <= k <= visible, k <=
+// kMaxWinners), sorted descending into sh.keys[0, k); sh.keys[k,
+// next_pow2(k)) is zero padding (smaller than every key).
+__device__ inline void select_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) sh.count = 0;
-  __syncthreads();
-  for (int32_t b = tid; b < visible; b += kSelectThreads) {
-    const uint64_t key = select_key(scores[b], static_cast<uint32_t>(b));
-    if (key >= threshold) {
-      const uint32_t slot = atomicAdd(&sh.count, 1u);
-      if (slot < static_cast<uint32_t>(kMaxWinners)) sh.keys[slot] = key;  // never more than k
-    }
+  const RowKeys row{scores, static_cast<uint32_t>(visible)};
+  RadixState st;
+  st.need = static_cast<uint32_t>(k);
+  st.bucket = static_cast<uint32_t>(visible);
+  // Histogram passes over the row until the k-th key's bucket fits the
+  // candidate buffer, or is taken whole (bucket == need; at the latest once
+  // all 64 bits are fixed, as keys are distinct).
+  while (st.bucket != st.need && st.bucket > static_cast<uint32_t>(kMaxCandidates) && st.pass < kRadixPasses)
+    radix_pass(row, sh, st);
+
+  // Gather: keys above the bucket are winners; the bucket is either all
+  // winners or the candidates.
+  const bool whole = st.bucket == st.need;
+  if (tid == 0) {
+    sh.count = 0;
+    sh.cand_count = 0;
   }
+  __syncthreads();
+  {
+    const uint64_t prefix = st.prefix;
+    const uint64_t mask = st.mask;
+    row.visit([&](uint64_t key, bool valid) {
+      const uint64_t m = key & mask;
+      append_keys(sh.keys, &sh.count, kMaxWinners, valid && (m > prefix || (whole && m == prefix)), key);
+      if (!whole) append_keys(sh.cand, &sh.cand_count, kMaxCandidates, valid && m == prefix, key);
+    });
+  }
+  __syncthreads();
+
+  if (!whole) {  // the remaining digits over the candidates, in shared memory
+    const CandidateKeys cands{sh.cand, st.bucket};
+    while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass(cands, sh, st);
+    const uint64_t threshold = st.prefix;  // the candidates >= it are exactly the ones still needed
+    cands.visit([&](uint64_t key, bool valid) {
+      append_keys(sh.keys, &sh.count, kMaxWinners, valid && key >= threshold, key);
+    });
+    __syncthreads();
+  }
+
   const int n = next_pow2(k);
-  for (int i = k + tid; i < n; i += kSelectThreads) sh.keys[i] = 0;
+  for (int i = k + tid; i < n; i += kTopKThreads) sh.keys[i] = 0;
   __syncthreads();
   bitonic_sort_desc(sh.keys, n);
 }

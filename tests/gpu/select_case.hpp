@@ -165,11 +165,15 @@ gpu::DeviceBuffer<Code> upload_codes(const std::vector<uint16_t>& v) {
   }
 }
 
-// One launch_select through `path`, every output and the scratch poisoned first.
+// One launch_select through `path`, every output and the scratch poisoned
+// first. The compressed cache starts `cache_offset` codes into its device
+// buffer (0: the allocation's own alignment; 1: misaligned for 16-byte reads).
 template <class Code>
-GpuResult run_gpu_typed(const Scenario& s, const gpu::SelectLayout& l, gpu::SelectPath path) {
+GpuResult run_gpu_typed(const Scenario& s, const gpu::SelectLayout& l, gpu::SelectPath path, int cache_offset) {
   gpu::DeviceBuffer<Code> q = upload_codes<Code>(s.q_codes);
-  gpu::DeviceBuffer<Code> k = upload_codes<Code>(s.k_codes);
+  std::vector<uint16_t> shifted(static_cast<size_t>(cache_offset), uint16_t{0});
+  shifted.insert(shifted.end(), s.k_codes.begin(), s.k_codes.end());
+  gpu::DeviceBuffer<Code> k = upload_codes<Code>(shifted);
   gpu::DeviceBuffer<int32_t> req(s.token_to_req), vis(s.visible), table(s.table.data);
   const size_t out_n = static_cast<size_t>(s.rows()) * static_cast<size_t>(s.p.blocks_budget);
   gpu::DeviceBuffer<int32_t> ids(out_n);
@@ -177,16 +181,16 @@ GpuResult run_gpu_typed(const Scenario& s, const gpu::SelectLayout& l, gpu::Sele
   ids.poison(gpu::kPoisonId);
   scores.poison(gpu::kPoisonFloat);
   scratch.poison(gpu::kPoisonFloat);
-  gpu::launch_select(s.p, s.codes, l, q.get(), k.get(), req.get(), vis.get(), table.get(), scratch.get(), ids.get(),
-                     scores.get(), hipStream_t{}, path);
+  gpu::launch_select(s.p, s.codes, l, q.get(), k.get() + cache_offset, req.get(), vis.get(), table.get(),
+                     scratch.get(), ids.get(), scores.get(), hipStream_t{}, path);
   QSA_GPU_CHECK(hipDeviceSynchronize());
   return {ids.download(), scores.download(), scratch.download()};
 }
 
 inline GpuResult run_gpu(const Scenario& s, const gpu::SelectLayout& l,
-                         gpu::SelectPath path = gpu::SelectPath::kAuto) {
-  if (s.codes.dtype == IndexerDtype::kBf16) return run_gpu_typed<uint16_t>(s, l, path);
-  return run_gpu_typed<uint8_t>(s, l, path);
+                         gpu::SelectPath path = gpu::SelectPath::kAuto, int cache_offset = 0) {
+  if (s.codes.dtype == IndexerDtype::kBf16) return run_gpu_typed<uint16_t>(s, l, path, cache_offset);
+  return run_gpu_typed<uint8_t>(s, l, path, cache_offset);
 }
 
 // The reference on the same decoded inputs.

@@ -8,8 +8,13 @@
 //    than the accumulation bound;
 //  - exact ties (duplicated keys) give the lower ids first exactly as the
 //    reference; NaN scores rank first; every output element is written;
-//  - the element decoders and the sort key, exhaustively against the
-//    reference codecs and block_precedes; host-validator rejections.
+//  - the decode path's two kernels (rows longer than kSelectDecodeChunk)
+//    and its fused kernel (shorter rows), its 16-byte key reader (d_I % 16
+//    == 0) and its scalar one (other d_I, or a misaligned cache, which must
+//    give the same bits as an aligned one);
+//  - the element decoders (the scalar and the packed ones) and the sort key,
+//    exhaustively against the reference codecs and block_precedes;
+//    host-validator rejections.
 // The scenario plumbing and the per-row checks are shared with the prefill
 // path's test: tests/gpu/select_case.hpp.
 #include "gpu/select/select.hpp"
@@ -143,6 +148,14 @@ std::vector<Case> special_cases() {
       // The other fp8 flavours on random keys.
       {512, 3000, 4, 128, fp8, Fp8Flavor::kE4m3fnuz, Keys::kRandom},
       {2048, 3000, 4, 32, fp8, Fp8Flavor::kE4m3fnEagerNan, Keys::kRandom},
+      // About ten scoring chunks per row, the last one partial: the 16-byte
+      // reader with a partial batch of vectors (d_I = 48: 6 bf16 vectors), two
+      // head groups (H_I = 5) with NaN blocks, the scalar reader (d_I = 24)
+      // and exact ties across chunk boundaries.
+      {512, 5000, 4, 48, bf16, fn, Keys::kRandom},
+      {64, 5000, 5, 64, fp8, Fp8Flavor::kE4m3fnuz, Keys::kNan},
+      {512, 5000, 3, 24, fp8, fn, Keys::kRandom},
+      {512, 5000, 4, 32, fp8, Fp8Flavor::kE4m3fnEagerNan, Keys::kTies},
   };
 }
 
@@ -150,6 +163,35 @@ std::string param_name(const testing::TestParamInfo<Case>& info) { return case_n
 
 INSTANTIATE_TEST_SUITE_P(Sweep, GpuSelect, testing::ValuesIn(sweep_cases()), param_name);
 INSTANTIATE_TEST_SUITE_P(Special, GpuSelect, testing::ValuesIn(special_cases()), param_name);
+
+// A cache pointer off 16-byte alignment takes the scalar key reader, which
+// must give the aligned run's bits (ids, scores and every visible score):
+// this also pins the scoring kernel's fp8 table to decode_code.
+TEST(GpuSelectMisaligned, MatchesAlignedCache) {
+  const auto fn = Fp8Flavor::kE4m3fn;
+  for (const Case& c : {Case{512, 3000, 4, 128, IndexerDtype::kBf16, fn, Keys::kRandom},
+                        Case{64, 700, 4, 32, IndexerDtype::kFp8, fn, Keys::kNan},
+                        Case{512, 3000, 4, 128, IndexerDtype::kFp8, Fp8Flavor::kE4m3fnuz, Keys::kRandom},
+                        Case{4, 300, 2, 64, IndexerDtype::kBf16, fn, Keys::kRandom}}) {  // fused kernel
+    SCOPED_TRACE(case_name(c));
+    const Scenario s = make_scenario(c, 0x5e1ec7a11ULL);
+    const SelectLayout l = gpu::validate_select(s.p, s.codes, s.num_pages, s.rows_per_page, s.token_to_req,
+                                                s.visible, s.table);
+    const GpuResult aligned = select_test::run_gpu(s, l, gpu::SelectPath::kDecode, 0);
+    const GpuResult shifted = select_test::run_gpu(s, l, gpu::SelectPath::kDecode, 1);
+    const auto same = [](float a, float b) {
+      return select_test::bits_of(a) == select_test::bits_of(b) || (std::isnan(a) && std::isnan(b));
+    };
+    ASSERT_EQ(aligned.ids, shifted.ids);
+    for (size_t i = 0; i < aligned.scores.size(); ++i)
+      ASSERT_TRUE(same(aligned.scores[i], shifted.scores[i])) << "block_scores element " << i;
+    for (int64_t t = 0; t < s.rows(); ++t)
+      for (int32_t b = 0; b < s.visible[t]; ++b) {
+        const size_t at = static_cast<size_t>(t * l.score_stride + b);
+        ASSERT_TRUE(same(aligned.scratch[at], shifted.scratch[at])) << "row " << t << " block " << b;
+      }
+  }
+}
 
 // ---- element decoders and the sort key (host side of select_codes.hpp) ----
 
@@ -186,6 +228,28 @@ TEST(GpuSelectCodes, ReluKeepsNan) {
   EXPECT_EQ(relu_keep_nan(-2.5f), 0.0f);
   EXPECT_FALSE(std::signbit(relu_keep_nan(-0.0f)));
   EXPECT_EQ(relu_keep_nan(3.0f), 3.0f);
+}
+
+// The decode path's packed decoders (16-byte key reads) equal decode_code
+// bit for bit, for every code at every position of a word.
+TEST(GpuSelectCodes, PackedDecodersMatchScalar) {
+  using gpu::select_detail::CodeKind;
+  using gpu::select_detail::decode_code;
+  using gpu::select_detail::decode_packed;
+  using select_test::bits_of;
+  for (uint32_t c = 0; c < 0x10000u; ++c) {
+    const uint32_t want = bits_of(decode_code<CodeKind::kBf16>(c));
+    ASSERT_EQ(bits_of(decode_packed<CodeKind::kBf16>(c | 0xABCD0000u, 0)), want) << "bf16 low 0x" << std::hex << c;
+    ASSERT_EQ(bits_of(decode_packed<CodeKind::kBf16>((c << 16) | 0x1234u, 1)), want) << "bf16 high 0x" << std::hex << c;
+  }
+  for (uint32_t c = 0; c < 0x100u; ++c)
+    for (int e = 0; e < 4; ++e) {
+      const uint32_t word = (0x5A3C81FFu & ~(0xFFu << (8 * e))) | (c << (8 * e));
+      ASSERT_EQ(bits_of(decode_packed<CodeKind::kFp8Fn>(word, e)), bits_of(decode_code<CodeKind::kFp8Fn>(c)))
+          << "e4m3fn 0x" << std::hex << c << " at byte " << e;
+      ASSERT_EQ(bits_of(decode_packed<CodeKind::kFp8Fnuz>(word, e)), bits_of(decode_code<CodeKind::kFp8Fnuz>(c)))
+          << "e4m3fnuz 0x" << std::hex << c << " at byte " << e;
+    }
 }
 
 // Key order (larger = earlier) must be block_precedes on every pair of
