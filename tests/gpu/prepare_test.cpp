@@ -18,9 +18,10 @@
 // follows each value through norm, RoPE and the stores, with the reference's
 // own intermediate values (a model the test checks against the reference's
 // outputs, bit for bit, before using it).
-// Cases: tiny and qwen4-exp dims; r 1, 4, 8, 64; engine, hf-eager, exact and
-// custom angle / cos-sin knobs; bf16 and fp8 (e4m3fn, e4m3fnuz) indexer and
-// KV; text and 3-row mRoPE positions (large t positions); NeoX and GPT-J.
+// Cases: tiny, qwen4-exp and the widest dims the kernel takes; r 1, 4, 8,
+// 64; engine, hf-eager, exact and custom angle / cos-sin knobs; bf16 and fp8
+// (e4m3fn, e4m3fnuz) indexer and KV; text and 3-row mRoPE positions (large t
+// positions); NeoX and GPT-J.
 // Also: the storage encoders against the reference codecs, validator and
 // launcher rejections.
 #include "gpu/prepare/prepare.hpp"
@@ -78,6 +79,9 @@ struct Case {
   // equal within a group): then every output must equal the reference's
   // rounded to the output dtype, bit for bit.
   bool exact_norm = false;
+  // tiny with the widest heads the kernel takes (D 512, d_I 136: not a whole
+  // number of 32-lane slots, pooled in two batches) and 64 RoPE pairs.
+  bool wide = false;
 };
 
 std::string knobs_name(Knobs k) {
@@ -96,7 +100,7 @@ std::string case_name(const Case& k) {
   return std::string(k.qwen ? "qwen" : "tiny") + "_r" + std::to_string(k.ratio) + "_" + knobs_name(k.knobs) + "_idx" +
          (k.idx == IndexerDtype::kFp8 ? f8 : "bf16") + "_kv" + (k.kv == KvDtype::kFp8 ? f8 : "bf16") +
          (k.mrope ? "_mrope" : "_text") + (k.style == RopeStyle::kGptj ? "_gptj" : "") +
-         (k.exact_norm ? "_exactnorm" : "");
+         (k.exact_norm ? "_exactnorm" : "") + (k.wide ? "_wide" : "");
 }
 void PrintTo(const Case& k, std::ostream* os) { *os << case_name(k); }
 
@@ -112,6 +116,12 @@ QsaConfig case_config(const Case& k) {
   c.compress_ratio = k.ratio;
   c.budget = 4 * k.ratio;
   c.page_size = 64;  // a multiple of 16 every tested r divides
+  if (k.wide) {
+    c.head_dim = gpu::kPrepareMaxHeadDim;
+    c.indexer_head_dim = 136;
+    c.rotary_dim = 2 * gpu::kPrepareMaxRopePairs;
+    c.mrope_section = {22, 21, 21};
+  }
   switch (k.knobs) {
     case Knobs::kEngine: apply_profile(c, PrecisionProfile::kEngine); break;
     case Knobs::kHfEager: apply_profile(c, PrecisionProfile::kHfEager); break;
@@ -775,7 +785,11 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{false, 4, Knobs::kExactAngles, kI8, kKB, kFnuz, true, kGptj, true},
                     Case{false, 8, Knobs::kBf16InvFreq, kIB, kKB, kFn, true, kNeox, true},
                     Case{true, 4, Knobs::kHfEager, kIB, kKB, kFn, true, kNeox, true},
-                    Case{true, 4, Knobs::kExactAngles, kI8, kK8, kFn, true, kNeox, true}),
+                    Case{true, 4, Knobs::kExactAngles, kI8, kK8, kFn, true, kNeox, true},
+                    // The kernel's widest build (16 slots per lane).
+                    Case{false, 4, Knobs::kEngine, kIB, kKB, kFn, true, kNeox, false, true},
+                    Case{false, 8, Knobs::kHfEager, kI8, kK8, kFnuz, true, kGptj, false, true},
+                    Case{false, 4, Knobs::kExact, kIB, kK8, kFn, true, kNeox, true, true}),
     param_name);
 
 // ---- storage encoders (host code shared with the kernel) ------------------------
