@@ -28,7 +28,11 @@ struct DevicePlan {
   int rows_per_tile = 0;
 };
 
-void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dtype, gpu::AttentionPath path) {
+// ids_per_split = 0: the launcher's default. The decode kernel at prefill
+// shapes runs with one split (a workspace for the default's splits of 8192
+// rows would not fit), which is what a caller would do there.
+void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dtype, gpu::AttentionPath path,
+                     int ids_per_split = 0) {
   const GpuEnv& env = gpu_env();
   QsaConfig c = bench_config();
   c.kv_dtype = dtype;
@@ -92,7 +96,9 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   attn.allocate(copies, thd);
   gated.allocate(copies, thd);
   // Split-K partials of the decode path, shared by the sets as an engine reuses one workspace.
-  const size_t ws_floats = path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims) : 0;
+  const int split_ids = ids_per_split > 0 ? ids_per_split : gpu::kDefaultIdsPerSplit;
+  const size_t ws_floats =
+      path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims, split_ids) : 0;
   workspace.allocate(1, ws_floats);
 
   state.SetLabel(path == gpu::AttentionPath::kPrefill ? "path=prefill" : "path=decode");
@@ -119,15 +125,16 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
       a.prefill_num_entries = plan.num_entries;
       a.prefill_rows_per_tile = plan.rows_per_tile;
     }
-    gpu::launch_sparse_attention(p, gp, kv, dims, a, env.stream, gpu::kDefaultIdsPerSplit, path);
+    gpu::launch_sparse_attention(p, gp, kv, dims, a, env.stream, split_ids, path);
   });
   set_cost_counters(state, t, cost);
 }
 
-void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path) {
-  register_gpu_benchmark("attention/" + s.name + "/" + dtype_name(dtype),
-                         [shape = s.shape, dtype, path](benchmark::State& st) {
-                           guarded(st, [&] { bench_attention(st, shape, dtype, path); });
+void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path, const std::string& suffix = "",
+         int ids_per_split = 0) {
+  register_gpu_benchmark("attention/" + s.name + "/" + dtype_name(dtype) + suffix,
+                         [shape = s.shape, dtype, path, ids_per_split](benchmark::State& st) {
+                           guarded(st, [&] { bench_attention(st, shape, dtype, path, ids_per_split); });
                          });
 }
 
@@ -138,6 +145,11 @@ void register_attention_benchmarks() {
     for (const NamedShape& s : decode_grid()) add(s, d, gpu::AttentionPath::kDecode);
   for (const KvDtype d : {KvDtype::kBf16, KvDtype::kFp8})
     for (const NamedShape& s : prefill_grid(d == KvDtype::kFp8)) add(s, d, gpu::AttentionPath::kPrefill);
+  // The decode kernel (the tensor-core one on NVIDIA) on prefill rows, each
+  // row on its own: whether it beats the plan-based prefill kernel.
+  const int one_split = (bench_config().row_width() + 1 + 31) / 32 * 32;  // >= every row's columns
+  for (const NamedShape& s : prefill_grid(false))
+    add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/decode_kernel", one_split);
 }
 
 }  // namespace qsa::bench
