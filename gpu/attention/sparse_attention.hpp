@@ -17,6 +17,13 @@
 // Rows with more than ids_per_split counted columns are split; a second
 // kernel merges the partial (m, l, acc) by log-sum-exp.
 //
+// On NVIDIA the decode path runs a tensor-core kernel instead wherever it
+// applies (sparse_attention_mma.hpp: bf16-unnormalised P, head_dim 64/128/
+// 256, H/G <= 16, aligned pointers): same contract and knobs, fp32
+// accumulation in mma order; it picks its own split count within the
+// caller's workspace. AttentionPath::kDecodePortable forces the kernel
+// described above.
+//
 // p_rounding = kBf16Normalized (hf-eager) runs on the decode path only, as
 // a stats pass (m, l) then a PV pass with P = bf16(exp(S - m) / l) against
 // the row's global m and l (sparse_attention_normalized.hpp); kAuto never
