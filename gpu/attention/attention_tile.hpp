@@ -224,12 +224,9 @@ __device__ inline void store_gated(const KernelArgs& a, int64_t idx, float value
   a.gated[idx] = float_to_bf16_bits(out * sig);
 }
 
+// The same with the gate read here.
 __device__ inline void store_output(const KernelArgs& a, int64_t idx, float value) {
-  const float out = a.round_output ? round_bf16(value) : value;
-  a.attn[idx] = out;
-  float sig = 1.0f / (1.0f + expf(-bf16_to_float(a.gate[idx])));
-  if (a.round_sigmoid) sig = round_bf16(sig);
-  a.gated[idx] = float_to_bf16_bits(out * sig);
+  store_gated(a, idx, value, a.gate[idx]);
 }
 
 }  // namespace qsa::gpu::attn

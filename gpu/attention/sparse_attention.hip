@@ -194,7 +194,7 @@ AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAtten
                                      const SparseAttentionArgs& args, AttentionPath path) {
   if (p.p_rounding != PRounding::kBf16Normalized) {
     // Measured on the H200 (docs/performance.md): the tensor-core decode
-    // kernel, one row at a time, is ~9x faster on an 8K-row prefill chunk
+    // kernel, one row at a time, is ~12x faster on an 8K-row prefill chunk
     // than the plan-based prefill kernel with its scalar dot products.
     if (path == AttentionPath::kAuto && tensor_core_attention_available(p)) return AttentionPath::kDecode;
     return resolve_attention_path(dims, args, path);
@@ -316,7 +316,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
       attn::mma_decode_supported(a, p.head_dim, group)) {
     // The tensor-core kernel picks its own split count, never more than the
     // workspace sized for `splits` holds.
-    const int cols = std::max(0, p.index_width - (p.count_column ? 1 : 0));
+    const int cols = sparse_attention_columns(p);
     const int want = attn::mma_decode_splits(dims.num_tokens * p.kv_heads, cols, splits, p.head_dim, fp8);
     const int per = (cols + want - 1) / want;
     a.ids_per_split = std::max(attn::kMmaTile, (per + attn::kMmaTile - 1) / attn::kMmaTile * attn::kMmaTile);

@@ -97,7 +97,7 @@ int sparse_attention_splits(const AttentionParams& p, int ids_per_split) {
   if (ids_per_split <= 0 || ids_per_split % kSparseAttentionSplitGrain != 0)
     throw InputError(fmt::format("gpu attention: ids_per_split = {} must be a positive multiple of {}",
                                  ids_per_split, kSparseAttentionSplitGrain));
-  const int cols = std::max(0, p.index_width - (p.count_column ? 1 : 0));
+  const int cols = sparse_attention_columns(p);
   return std::max(1, (cols + ids_per_split - 1) / ids_per_split);
 }
 
@@ -111,7 +111,7 @@ size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseA
 
 int sparse_attention_ids_per_split(const AttentionParams& p, const SparseAttentionDims& dims) {
   if (dims.num_tokens <= kSplitKMaxRows) return kDefaultIdsPerSplit;
-  const int cols = std::max(1, p.index_width - (p.count_column ? 1 : 0));
+  const int cols = std::max(1, sparse_attention_columns(p));
   return (cols + kSparseAttentionSplitGrain - 1) / kSparseAttentionSplitGrain * kSparseAttentionSplitGrain;
 }
 

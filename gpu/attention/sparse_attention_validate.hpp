@@ -56,6 +56,12 @@ SparseAttentionDims validate_sparse_attention(const AttentionParams& p, const Kv
 // workspace (sized for ids_per_split) bounds its split count. The default
 // is small so that a single decode row can still spread over ~66 blocks.
 inline constexpr int kSparseAttentionTile = 128;  // ids per tile of the portable kernel
+// Columns of a token_idx row that hold ids (the count column excluded),
+// the length split-K divides.
+inline int sparse_attention_columns(const AttentionParams& p) {
+  const int n = p.index_width - (p.count_column ? 1 : 0);
+  return n > 0 ? n : 0;
+}
 inline constexpr int kSparseAttentionSplitGrain = 32;
 inline constexpr int kDefaultIdsPerSplit = 64;
 int sparse_attention_splits(const AttentionParams& p, int ids_per_split = kDefaultIdsPerSplit);

@@ -182,9 +182,12 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   DeviceBuffer<float> workspace(sparse_attention_workspace_floats(ap, dims, ids_per_split));
   SparseAttentionArgs args = b.attention_args(s.caches, workspace);
   // Prefill-shaped steps (several rows per request) take the path where
-  // neighbouring rows share K/V loads; it needs a host-built plan.
+  // neighbouring rows share K/V loads; it needs a host-built plan. Where the
+  // build has the tensor-core decode kernel, kAuto takes it for every step
+  // and the plan would go unused.
   PrefillPlanBuffers plan;
-  if (l.num_reqs > 0 && l.num_valid_tokens >= int64_t{kPrefillRowsPerRequest} * l.num_reqs)
+  if (!tensor_core_attention_available(ap) && l.num_reqs > 0 &&
+      l.num_valid_tokens >= int64_t{kPrefillRowsPerRequest} * l.num_reqs)
     plan = upload_prefill_plan(plan_sparse_attention_prefill(ap, dims, o.token_idx, l.token_to_req, l.seq_lens,
                                                              l.block_table),
                                args);

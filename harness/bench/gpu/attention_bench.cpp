@@ -28,11 +28,11 @@ struct DevicePlan {
   int rows_per_tile = 0;
 };
 
-// ids_per_split = 0: the launcher's default. The decode kernel at prefill
-// shapes runs with one split (a workspace for the default's splits of 8192
-// rows would not fit), which is what a caller would do there.
+// caller_splits: split-K as sparse_attention_ids_per_split chooses it (the
+// step driver's policy: one split above 128 rows, whose workspace would not
+// fit at the default's splits of 8192 rows) instead of the default.
 void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dtype, gpu::AttentionPath path,
-                     int ids_per_split = 0) {
+                     bool caller_splits = false) {
   const GpuEnv& env = gpu_env();
   QsaConfig c = bench_config();
   c.kv_dtype = dtype;
@@ -96,7 +96,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   attn.allocate(copies, thd);
   gated.allocate(copies, thd);
   // Split-K partials of the decode path, shared by the sets as an engine reuses one workspace.
-  const int split_ids = ids_per_split > 0 ? ids_per_split : gpu::kDefaultIdsPerSplit;
+  const int split_ids = caller_splits ? gpu::sparse_attention_ids_per_split(p, dims) : gpu::kDefaultIdsPerSplit;
   const size_t ws_floats =
       path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims, split_ids) : 0;
   workspace.allocate(1, ws_floats);
@@ -131,10 +131,10 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
 }
 
 void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path, const std::string& suffix = "",
-         int ids_per_split = 0) {
+         bool caller_splits = false) {
   register_gpu_benchmark("attention/" + s.name + "/" + dtype_name(dtype) + suffix,
-                         [shape = s.shape, dtype, path, ids_per_split](benchmark::State& st) {
-                           guarded(st, [&] { bench_attention(st, shape, dtype, path, ids_per_split); });
+                         [shape = s.shape, dtype, path, caller_splits](benchmark::State& st) {
+                           guarded(st, [&] { bench_attention(st, shape, dtype, path, caller_splits); });
                          });
 }
 
@@ -147,9 +147,8 @@ void register_attention_benchmarks() {
     for (const NamedShape& s : prefill_grid(d == KvDtype::kFp8)) add(s, d, gpu::AttentionPath::kPrefill);
   // The decode kernel (the tensor-core one on NVIDIA) on prefill rows, each
   // row on its own: whether it beats the plan-based prefill kernel.
-  const int one_split = (bench_config().row_width() + 1 + 31) / 32 * 32;  // >= every row's columns
   for (const NamedShape& s : prefill_grid(false))
-    add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/decode_kernel", one_split);
+    add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/decode_kernel", true);
 }
 
 }  // namespace qsa::bench
