@@ -34,6 +34,30 @@ struct KernelArgs {
   float* ws_ml;   // [T, H, splits, 2]: running max, sum
 };
 
+// The counted columns of one (row, split), as every decode kernel reads
+// them: the count column (when present) bounds the row, clamped to
+// [0, width - 1] as the reference does; padding rows and bad requests
+// attend nothing (end = begin).
+struct SplitColumns {
+  const int32_t* ids;  // the row's token ids
+  int req;
+  int64_t seq_len;
+  int begin, end;  // this split's columns
+};
+
+__device__ inline SplitColumns split_columns(const KernelArgs& a, int64_t row, int split) {
+  SplitColumns c;
+  c.ids = a.token_idx + row * a.index_width;
+  int n = a.index_width - (a.count_column ? 1 : 0);
+  if (a.count_column) n = max(0, min(c.ids[a.index_width - 1], a.index_width - 1));
+  c.req = a.token_to_req[row];
+  const bool real = c.req >= 0 && c.req < a.num_reqs;
+  c.seq_len = real ? a.seq_lens[c.req] : 0;
+  c.begin = split * a.ids_per_split;
+  c.end = real ? min(n, c.begin + a.ids_per_split) : c.begin;
+  return c;
+}
+
 // Loads of 8 or 4 consecutive cache values as floats. bf16 pairs sit little
 // endian in each 32-bit word (element d in the low half).
 template <class KvT>
@@ -74,16 +98,29 @@ struct KvRow<uint8_t> {
   }
 };
 
+// resolve_slot in two halves, for callers that batch their page-table
+// loads (all of them issued before any is used): the table column that
+// holds id t (-1 when t < 0 or past the table), then t's slot from that
+// entry (-1 also for t >= seq_len, an unmapped page or one past the cache).
+// The page is passed on so that t's offset in it costs no second division.
+__device__ inline int page_of(const KernelArgs& a, int32_t t) {
+  const int page = t / a.page_size;
+  return t >= 0 && page < a.max_pages ? page : -1;
+}
+
+__device__ inline int64_t slot_on_page(const KernelArgs& a, int64_t seq_len, int32_t t, int page, int32_t phys) {
+  if (t < 0 || t >= seq_len || page < 0 || phys < 0 || phys >= a.num_pages) return -1;
+  return static_cast<int64_t>(phys) * a.page_size + (t - page * a.page_size);
+}
+
 // Main-cache slot of request-relative token `t`, or -1 when the id is not
 // attended: negative, at or past seq_len, beyond the table or unmapped. The
 // page check against num_pages repeats the host validation cheaply.
 __device__ inline int64_t resolve_slot(const KernelArgs& a, int req, int64_t seq_len, int32_t t) {
   if (t < 0 || t >= seq_len) return -1;
-  const int page = t / a.page_size;
-  if (page >= a.max_pages) return -1;
-  const int32_t phys = a.block_table[static_cast<int64_t>(req) * a.max_pages + page];
-  if (phys < 0 || phys >= a.num_pages) return -1;
-  return static_cast<int64_t>(phys) * a.page_size + t % a.page_size;
+  const int page = page_of(a, t);
+  if (page < 0) return -1;
+  return slot_on_page(a, seq_len, t, page, a.block_table[static_cast<int64_t>(req) * a.max_pages + page]);
 }
 
 // Phase 1, one thread per id: the logits of all MAXH heads against the id's

@@ -8,6 +8,7 @@
 #include "gpu/attention/sparse_attention_mma.hpp"
 #include "gpu/attention/sparse_attention_normalized.hpp"
 #include "gpu/attention/sparse_attention_prefill.hpp"
+#include "gpu/common/dependent_launch.hpp"
 
 namespace qsa::gpu {
 
@@ -38,16 +39,11 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a
   const int h0 = g * group + chunk * MAXH;  // first query head of this block
   const int nh = min(MAXH, group - chunk * MAXH);
 
-  // Columns of this split. The count column (when present) bounds the row,
-  // clamped to [0, width - 1] as the reference does.
-  const int32_t* ids = a.token_idx + row * a.index_width;
-  int n = a.index_width - (a.count_column ? 1 : 0);
-  if (a.count_column) n = max(0, min(ids[a.index_width - 1], a.index_width - 1));
-  const int req = a.token_to_req[row];
-  const bool real = req >= 0 && req < a.num_reqs;
-  const int64_t seq_len = real ? a.seq_lens[req] : 0;
-  const int begin = split * a.ids_per_split;
-  const int end = real ? min(n, begin + a.ids_per_split) : begin;
+  const attn::SplitColumns cols = attn::split_columns(a, row, split);
+  const int32_t* ids = cols.ids;
+  const int req = cols.req;
+  const int64_t seq_len = cols.seq_len;
+  const int begin = cols.begin, end = cols.end;
 
   for (int i = tid; i < MAXH * D; i += kThreads) {
     const int h = i / D;
@@ -104,27 +100,87 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a
 // Log-sum-exp merge of the splits of one (row, head): A = sum_s acc_s w_s /
 // sum_s l_s w_s with w_s = exp(m_s - max m). Splits that attended nothing
 // carry m = -inf (w = 0); a row where all did outputs 0.
+//
+// At small batch the merge is all latency (one row: 24 blocks on 132 SMs),
+// so it costs few memory round trips: each thread puts its dims' first
+// kMergeBatch accumulators and its gates in flight first, the block reduces
+// the maxima while they travel, the weights are computed once per split
+// (into shared memory, kThreads splits at a time), and the accumulators
+// arrive kMergeBatch splits per round trip. The sums run in split order.
+// It is launched as a dependent of the attention kernel
+// (dependent_launch.hpp): its blocks and gate loads overlap that kernel.
+constexpr int kMergeDims = 2;    // dims per thread: head_dim <= kMergeDims * kThreads
+constexpr int kMergeBatch = 16;  // splits whose accumulators a thread loads before it uses any
+static_assert(kMergeDims * kThreads >= 256, "the widest head_dim (dispatch_dim) fits one block");
+
+__device__ float block_max(float v, float* red) {
+  v = wave_max(v);
+  __syncthreads();  // red's previous readers are done
+  if (lane_id() == 0) red[wave_id()] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < waves_per_block(); ++w) v = fmaxf(v, red[w]);
+  return v;
+}
+
 __global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, int head_dim) {
+  __shared__ float w_s[kThreads];  // weights of the splits [c0, c0 + kThreads)
+  __shared__ float l_s[kThreads];  // their sums
+  __shared__ float red_s[kThreads / kMinWaveSize];
+  const int tid = static_cast<int>(threadIdx.x);
   const int64_t head = static_cast<int64_t>(blockIdx.x) * a.heads + blockIdx.y;
-  // The unrolled loops keep several loads in flight: a split count of 33
-  // read one load at a time costs 33 memory latencies.
-  const float* ml = a.ws_ml + head * a.splits * 2;
-  float m = -INFINITY;
-#pragma unroll 8
-  for (int s = 0; s < a.splits; ++s) m = fmaxf(m, ml[s * 2]);
-  float l = 0.0f;
-  if (m != -INFINITY) {
-#pragma unroll 8
-    for (int s = 0; s < a.splits; ++s) l += ml[s * 2 + 1] * expf(ml[s * 2] - m);
-  }
-  for (int d = static_cast<int>(threadIdx.x); d < head_dim; d += static_cast<int>(blockDim.x)) {
-    const uint16_t gate = a.gate[head * head_dim + d];  // before the stores below (store_gated)
-    float acc = 0.0f;
-    if (m != -INFINITY) {
-#pragma unroll 8
-      for (int s = 0; s < a.splits; ++s) acc += a.ws_acc[(head * a.splits + s) * head_dim + d] * expf(ml[s * 2] - m);
+  const int splits = a.splits;
+  const float* ml = a.ws_ml + head * splits * 2;
+  const float* acc_in = a.ws_acc + head * splits * head_dim;
+  // acc_in[s * head_dim + d] for the thread's dims and splits [s0, s0 + kMergeBatch).
+  auto load_batch = [&](int s0, float (&v)[kMergeDims][kMergeBatch]) {
+#pragma unroll
+    for (int j = 0; j < kMergeDims; ++j) {
+      const int d = tid + j * kThreads;
+#pragma unroll
+      for (int u = 0; u < kMergeBatch; ++u)
+        v[j][u] = d < head_dim && s0 + u < splits ? acc_in[static_cast<int64_t>(s0 + u) * head_dim + d] : 0.0f;
     }
-    attn::store_gated(a, head * head_dim + d, l > 0.0f ? acc / l : 0.0f, gate);
+  };
+  uint16_t gate[kMergeDims];  // loaded before the stores below (store_gated)
+#pragma unroll
+  for (int j = 0; j < kMergeDims; ++j) {
+    const int d = tid + j * kThreads;
+    gate[j] = d < head_dim ? a.gate[head * head_dim + d] : 0;
+  }
+  wait_for_primary();  // the gates are older than the attention kernel; ws_* are its output
+  float batch[kMergeDims][kMergeBatch];
+  load_batch(0, batch);
+
+  float m = -INFINITY;
+  for (int s = tid; s < splits; s += kThreads) m = fmaxf(m, ml[s * 2]);
+  m = block_max(m, red_s);
+
+  float l = 0.0f, acc[kMergeDims] = {};
+  for (int c0 = 0; m != -INFINITY && c0 < splits; c0 += kThreads) {  // m is uniform: so are the barriers
+    const int cn = min(kThreads, splits - c0);
+    __syncthreads();  // the previous chunk's weights are read
+    if (tid < cn) {
+      const float ms = ml[(c0 + tid) * 2];
+      w_s[tid] = m == -INFINITY ? 0.0f : expf(ms - m);
+      l_s[tid] = ml[(c0 + tid) * 2 + 1];
+    }
+    __syncthreads();
+    for (int i = 0; i < cn; ++i) l += l_s[i] * w_s[i];
+    for (int b0 = 0; b0 < cn; b0 += kMergeBatch) {
+      if (c0 + b0 > 0) load_batch(c0 + b0, batch);
+#pragma unroll
+      for (int u = 0; u < kMergeBatch; ++u)
+        if (b0 + u < cn) {
+#pragma unroll
+          for (int j = 0; j < kMergeDims; ++j) acc[j] += batch[j][u] * w_s[b0 + u];
+        }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kMergeDims; ++j) {
+    const int d = tid + j * kThreads;
+    if (d < head_dim) attn::store_gated(a, head * head_dim + d, l > 0.0f ? acc[j] / l : 0.0f, gate[j]);
   }
 }
 
@@ -166,9 +222,8 @@ void set_workspace(KernelArgs& a, const SparseAttentionArgs& args, const SparseA
 }
 
 void launch_merge(const KernelArgs& a, const SparseAttentionDims& dims, int head_dim, hipStream_t stream) {
-  merge_splits_kernel<<<dim3(static_cast<unsigned>(dims.num_tokens), static_cast<unsigned>(a.heads)), kThreads, 0,
-                        stream>>>(a, head_dim);
-  QSA_GPU_CHECK_LAUNCH();
+  launch_dependent(merge_splits_kernel, dim3(static_cast<unsigned>(dims.num_tokens), static_cast<unsigned>(a.heads)),
+                   dim3(kThreads), stream, a, head_dim);
 }
 
 void require_aligned(const void* ptr, const char* what) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gpu/attention/sparse_attention_mma.hpp"
+#include "gpu/common/dependent_launch.hpp"
 #include "gpu/common/mma_sm80.hpp"
 #include "gpu/common/wave.hpp"
 
@@ -19,13 +20,17 @@ namespace {
 
 using namespace sm80;
 
-constexpr int kWarps = 4;
+// Two warps per scheduler: one warp alone stalls on its own dependent mma,
+// shuffle and ldmatrix latencies (measured: 4 warps per SM with 16-id
+// steps reached 68% of the copy bandwidth). Eight warps' rings fit the
+// shared memory only with 8-id steps.
+constexpr int kWarps = 8;
 constexpr int kBlock = kWarps * 32;
 constexpr int kNT = kMmaTile;     // ids per warp step
 constexpr int kStages = 3;        // steps in each warp's shared-memory ring (two in flight)
 constexpr int kM = 16;            // query heads per block, padded to the mma's rows
-constexpr int kWarpChunk = 512;   // ids whose slots a warp resolves together (16 per lane)
-static_assert(kNT == 16, "one k16 slice of PV per step; the S tile is two n8 tiles");
+constexpr int kWarpChunk = 256;   // ids whose slots a warp resolves together (8 per lane)
+static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step");
 
 // Shared-memory layout for head dim D and cache element KvT: Q once, then
 // per warp its own ring, slots and slot chunk (warps never touch each
@@ -92,37 +97,48 @@ __device__ void widen_tile(const uint8_t* raw, uint16_t* wide, bool fnuz) {
   }
 }
 
-struct Split {
-  const int32_t* ids;
-  int req;
-  int64_t seq_len;
-  int begin, end;
+// The token ids of columns [first, first + kWarpChunk) below `limit` (-1
+// past it), 16 per lane. Loads only: a caller can issue them before the
+// row's request has arrived.
+struct ChunkIds {
+  int32_t id[kWarpChunk / 32];
 };
 
+__device__ void load_chunk_ids(const int32_t* ids, int first, int limit, ChunkIds& out) {
+  const int lane = lane32();
+#pragma unroll
+  for (int k = 0; k < kWarpChunk / 32; ++k) {
+    const int c = first + lane + 32 * k;
+    out.id[k] = c < limit ? ids[c] : -1;
+  }
+}
+
 // chunk[i] = the main-cache slot of column `first + i` (i < kWarpChunk) by
-// resolve_slot's rule, -1 at or past `end`. One warp; each lane resolves 16
-// columns with its loads batched (all token ids, then all page entries) so
-// that their latencies overlap. The launcher guarantees slots fit in int32.
-__device__ void resolve_chunk(const KernelArgs& a, const Split& s, int first, int end, int32_t* chunk) {
+// resolve_slot's rule, -1 at or past `end`; `ids` from load_chunk_ids. One
+// warp; each lane's page-table loads are all issued before any is used, and
+// none waits for seq_len (only the slot does), so the row's seq_len and its
+// page entries arrive together. Slices of 32 columns wholly past `end` are
+// skipped (a uniform test): a short split pays for its own columns only.
+// The launcher guarantees slots fit in int32.
+__device__ void resolve_chunk(const KernelArgs& a, const SplitColumns& s, int first, int end, const ChunkIds& ids,
+                              int32_t* chunk) {
   constexpr int kPer = kWarpChunk / 32;
   const int lane = lane32();
-  int32_t id[kPer];
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const int c = first + lane + 32 * k;
-    id[k] = c < end ? s.ids[c] : -1;
-  }
+  int page[kPer];
   int32_t phys[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    const bool in_seq = id[k] >= 0 && id[k] < s.seq_len;
-    const int page = in_seq ? id[k] / a.page_size : a.max_pages;
-    phys[k] = page < a.max_pages ? a.block_table[static_cast<int64_t>(s.req) * a.max_pages + page] : -1;
+    page[k] = -1;
+    phys[k] = -1;
+    if (first + 32 * k >= end) continue;
+    page[k] = first + lane + 32 * k < end ? page_of(a, ids.id[k]) : -1;
+    phys[k] = page[k] >= 0 ? a.block_table[static_cast<int64_t>(s.req) * a.max_pages + page[k]] : -1;
   }
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
-    const bool ok = phys[k] >= 0 && phys[k] < a.num_pages;
-    chunk[lane + 32 * k] = ok ? phys[k] * a.page_size + id[k] % a.page_size : -1;
+    const bool live = first + 32 * k < end;
+    const bool in = live && first + lane + 32 * k < end;
+    chunk[lane + 32 * k] = in ? static_cast<int32_t>(slot_on_page(a, s.seq_len, ids.id[k], page[k], phys[k])) : -1;
   }
   __syncwarp();
 }
@@ -130,82 +146,84 @@ __device__ void resolve_chunk(const KernelArgs& a, const Split& s, int first, in
 // Issues the copies of the warp's step `t` into its ring stage `stage` and
 // records the step's slots (-1: not attended; the row is zero-filled, so P = 0
 // multiplies zeros, never stale data). Each row's K and V go in 16-byte
-// pieces, whole rows per instruction.
-// The copy pattern is fixed per lane: instruction i covers the 32 pieces
-// i·32 + lane of the step's rows laid out as [row][K pieces | V pieces], so
-// each lane's sources (K or V, which piece) and destination offsets are
-// computed once (CopyLane: one per 32-piece part of a row, kParts > 1 only
-// when a row has more than 32 pieces) and a row then costs a shuffle and a
-// multiply.
+// pieces.
+// The copy pattern is fixed per lane (CopyLane). Copy instruction i of a
+// tensor (K or V) covers the 32 pieces [32i, 32i + 32) of the step's rows
+// laid out [row][piece], so every instruction reads whole contiguous row
+// segments (a pattern that spread an instruction over 8 rows' 64-byte
+// segments measured 10% slower: twice the lines per instruction); lane l
+// always copies piece l mod kPieces, of rows l / kPieces + i · 32 / kPieces.
+// A row costs one slot load and one 64-bit multiply per lane, shared by its
+// K and V copies (the pattern before spent half of a step's instructions on
+// per-copy addresses, measured with ncu), and the rows' destinations are
+// immediates.
 template <int D, class KvT>
 struct CopyLane {
   static constexpr int kPieces = D * static_cast<int>(sizeof(KvT)) / 16;  // 16-byte pieces per K (or V) row
-  static constexpr int kRowPieces = 2 * kPieces;
-  static constexpr int kIters = kNT * kRowPieces / 32;
-  static constexpr int kParts = kRowPieces > 32 ? kRowPieces / 32 : 1;
-  static_assert(kRowPieces % 32 == 0 || 32 % kRowPieces == 0, "pieces tile the warp");
-  const unsigned char* src[kParts];  // the lane's cache (K or V) plus its piece's byte offset
-  uint32_t dst[kParts];              // its piece's offset within a stage
-  __device__ CopyLane(const KernelArgs& a, int lane) {
+  static constexpr int kRowsPerCopy = 32 / kPieces;                       // rows one instruction covers
+  static constexpr int kCopies = kNT / kRowsPerCopy;                      // instructions per tensor and step
+  static_assert(32 % kPieces == 0 && kNT % kRowsPerCopy == 0, "a row's pieces tile the warp");
+  int row;                     // the first step row this lane copies
+  const unsigned char* k_src;  // the K cache at this lane's piece of group g
+  const unsigned char* v_src;  // the same in the V cache
+  uint32_t dst;                // that piece's offset in a stage for `row` (K tile; the V tile follows it)
+  __device__ CopyLane(const KernelArgs& a, int g, int lane) {
     using L = Smem<D, KvT>;
-#pragma unroll
-    for (int h = 0; h < kParts; ++h) {
-      const int p2 = (h * 32 + lane) % kRowPieces;
-      const bool is_v = p2 >= kPieces;
-      const int piece = is_v ? p2 - kPieces : p2;
-      src[h] = static_cast<const unsigned char*>(is_v ? a.v_cache : a.k_cache) + piece * 16;
-      dst[h] = (is_v ? L::kRawTileBytes : 0) + piece * 16;
-    }
+    row = lane / kPieces;
+    const int piece = (lane % kPieces) * 16;
+    const int64_t group_bytes = static_cast<int64_t>(g) * D * static_cast<int>(sizeof(KvT));
+    k_src = static_cast<const unsigned char*>(a.k_cache) + group_bytes + piece;
+    v_src = static_cast<const unsigned char*>(a.v_cache) + group_bytes + piece;
+    dst = static_cast<uint32_t>(row * L::kRawRowBytes + piece);
   }
 };
 
 template <int D, class KvT>
-__device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int g, int t, int stage,
-                           unsigned char* wsm, uint32_t wsm_addr) {
+__device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int t, int stage, unsigned char* wsm,
+                           uint32_t wsm_addr) {
   using L = Smem<D, KvT>;
   using C = CopyLane<D, KvT>;
   const int lane = lane32();
   const int32_t* chunk = reinterpret_cast<const int32_t*>(wsm + L::kChunk) + (t * kNT) % kWarpChunk;
-  const int32_t mine = lane < kNT ? chunk[lane] : -1;
-  if (lane < kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * kNT + lane] = mine;
-  const uint32_t stage_addr = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes;
+  if (lane < kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * kNT + lane] = chunk[lane];
   const int64_t row_bytes = static_cast<int64_t>(a.kv_heads) * D * static_cast<int>(sizeof(KvT));
-  const int64_t group_bytes = static_cast<int64_t>(g) * D * static_cast<int>(sizeof(KvT));
+  const uint32_t d = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes + cl.dst;
 #pragma unroll
-  for (int i = 0; i < C::kIters; ++i) {
-    const int h = i % C::kParts;
-    const int r = (i * 32 + lane) / C::kRowPieces;
-    const int32_t slot = __shfl_sync(0xffffffffu, mine, r);
+  for (int i = 0; i < C::kCopies; ++i) {
+    const int32_t slot = chunk[cl.row + i * C::kRowsPerCopy];
     const bool ok = slot >= 0;
-    cp_async16(stage_addr + cl.dst[h] + r * L::kRawRowBytes, ok ? cl.src[h] + group_bytes + slot * row_bytes : cl.src[h],
-               ok);
+    const int64_t off = ok ? slot * row_bytes : 0;
+    const uint32_t to = d + i * C::kRowsPerCopy * L::kRawRowBytes;
+    cp_async16(to, cl.k_src + off, ok);
+    cp_async16(to + L::kRawTileBytes, cl.v_src + off, ok);
   }
 }
 
-// Online softmax of one head row over the step's 4 logits this lane holds
-// (the row's other 12 sit in the 3 lanes of the same quad): updates m and l,
+// Online softmax of one head row over the step's 2 logits this lane holds
+// (the row's other 6 sit in the 3 lanes of the same quad): updates m and l,
 // turns the logits into P (bf16-rounded with a.round_p) and returns alpha =
 // exp(m_old - m_new). Same rules as tile_softmax: -inf logits give P = 0,
 // fmaxf skips NaN in the max, l sums the unrounded weights.
-__device__ inline float softmax_row(const KernelArgs& a, float& s0, float& s1, float& s2, float& s3, float& m,
-                                    float& l) {
-  float mx = fmaxf(fmaxf(s0, s1), fmaxf(s2, s3));
+__device__ inline float softmax_row(const KernelArgs& a, float& s0, float& s1, float& m, float& l) {
+  float mx = fmaxf(s0, s1);
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   const float m_new = fmaxf(m, mx);
+  // The exps run unconditionally (from a finite max) and selects apply the
+  // rule, rather than branches around each exp.
+  const bool none = m_new == -INFINITY;
+  const float m_sub = none ? 0.0f : m_new;
   float sum = 0.0f;
   auto weight = [&](float& x) {
-    const float e = m_new == -INFINITY ? 0.0f : expf(x - m_new);
+    const float e = none ? 0.0f : expf(x - m_sub);
     sum += e;
     x = a.round_p ? round_bf16(e) : e;
   };
   weight(s0);
   weight(s1);
-  weight(s2);
-  weight(s3);
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-  const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
+  const float alpha = none ? 1.0f : expf(m - m_sub);
   l = l * alpha + sum;
   m = m_new;
   return alpha;
@@ -223,6 +241,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   float* fin_m = stat_l + kWarps * kM;  // [kM]
   float* fin_l = fin_m + kM;
 
+  allow_dependent_launch();  // the split merge (if any) may get its blocks ready
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;
   const int64_t row = blockIdx.x;
@@ -232,23 +251,32 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   const int h0 = g * nh;
   unsigned char* wsm = smem + L::kWarp0 + warp * L::kWarpBytes;
   const uint32_t wsm_addr = smem_addr(wsm);
-  const CopyLane<D, KvT> cl(a, lane);
+  const CopyLane<D, KvT> cl(a, g, lane);
 
-  // The split's columns as the portable kernel counts them; each warp takes
-  // a contiguous share of whole steps.
-  Split s;
-  s.ids = a.token_idx + row * a.index_width;
-  int n = a.index_width - (a.count_column ? 1 : 0);
-  if (a.count_column) n = max(0, min(s.ids[a.index_width - 1], a.index_width - 1));
-  s.req = a.token_to_req[row];
-  const bool real = s.req >= 0 && s.req < a.num_reqs;
-  s.seq_len = real ? a.seq_lens[s.req] : 0;
-  s.begin = split * a.ids_per_split;
-  s.end = real ? min(n, s.begin + a.ids_per_split) : s.begin;
+  // The split's columns (split_columns); each warp takes a contiguous share
+  // of whole steps and loads the ids of its first chunk early. Splits of at
+  // most two steps per warp are shared out by their size before the count
+  // column: the ids then load together with the row's metadata, one memory
+  // round trip less on a path that is all latency at one row. Longer splits
+  // are shared by their counted columns, so that a short row still spreads
+  // over every warp.
+  const int begin = split * a.ids_per_split;
+  const int nominal = max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
+  const bool by_size = a.ids_per_split <= 2 * kWarps * kNT;
+  auto share_of = [](int len) { return ((len + kWarps - 1) / kWarps + kNT - 1) / kNT * kNT; };
+  const int32_t* row_ids = a.token_idx + row * a.index_width;
+  ChunkIds first_ids;
+  int wb = begin + min(nominal, warp * share_of(nominal));
+  int wlim = begin + min(nominal, (warp + 1) * share_of(nominal));
+  if (by_size) load_chunk_ids(row_ids, wb, min(wlim, wb + kWarpChunk), first_ids);
+  const SplitColumns s = split_columns(a, row, split);
   const int len = max(0, s.end - s.begin);
-  const int share = ((len + kWarps - 1) / kWarps + kNT - 1) / kNT * kNT;
-  const int wb = s.begin + min(len, warp * share);
-  const int we = s.begin + min(len, (warp + 1) * share);
+  if (!by_size) {
+    wb = begin + min(len, warp * share_of(len));
+    wlim = begin + min(len, (warp + 1) * share_of(len));
+    load_chunk_ids(row_ids, wb, min(wlim, wb + kWarpChunk), first_ids);
+  }
+  const int we = max(wb, min(wlim, s.end));
   const int steps = (we - wb + kNT - 1) / kNT;
 
   // Q (rows past the group's heads zero) while the first slots resolve and
@@ -263,13 +291,12 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
 
   // Per-lane ldmatrix row addresses (byte offsets; ldmatrix_x4 documents the
   // lane -> row mapping): Q rows (lane & 7) + 8·bit 3, dims + 8·bit 4 (the A
-  // operand's four 8x8 pieces); K ids (lane & 7) + 8·bit 4, dims + 8·bit 3
-  // (b0, b1 of both n8 tiles); V ids (lane & 7) + 8·bit 3, dims + 8·bit 4
-  // (transposed: b0, b1 of two n8 tiles of dims).
+  // operand's four 8x8 pieces); K and V ids lane & 7, dims + 8·(lane >> 3):
+  // for K the b0, b1 of two k16 slices, for V (transposed) the b0 of four
+  // n8 tiles of dims.
   const uint32_t q_lane =
       smem_addr(q_s) + (((lane & 7) + ((lane >> 3) & 1) * 8) * kPitch + (lane >> 4) * 8) * 2;
-  const uint32_t k_lane_off = (((lane & 7) + (lane >> 4) * 8) * kPitch + ((lane >> 3) & 1) * 8) * 2;
-  const uint32_t v_lane_off = ((((lane >> 3) & 1) * 8 + (lane & 7)) * kPitch + (lane >> 4) * 8) * 2;
+  const uint32_t kv_lane_off = ((lane & 7) * kPitch + (lane >> 3) * 8) * 2;
 
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // head rows gq and gq + 8
   float acc[kDimTiles][4];
@@ -287,9 +314,11 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     }
     const int next = t + kStages - 1;
     if (next < steps) {
-      if ((next * kNT) % kWarpChunk == 0)
-        resolve_chunk(a, s, wb + next * kNT, we, reinterpret_cast<int32_t*>(wsm + L::kChunk));
-      issue_step<D, KvT>(a, cl, g, next, next % kStages, wsm, wsm_addr);
+      if ((next * kNT) % kWarpChunk == 0) {
+        if (next > 0) load_chunk_ids(row_ids, wb + next * kNT, we, first_ids);
+        resolve_chunk(a, s, wb + next * kNT, we, first_ids, reinterpret_cast<int32_t*>(wsm + L::kChunk));
+      }
+      issue_step<D, KvT>(a, cl, next, next % kStages, wsm, wsm_addr);
     }
     cp_async_commit();
     if (t < 0) continue;
@@ -307,28 +336,32 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     }
     vt = kt + L::kTileBytes;
 
-    // S[16 heads, 16 ids] as two n8 tiles (two independent mma chains).
+    // S[16 heads, 8 ids], as two independent mma chains (even and odd k16
+    // slices) added at the end: one chain of D/16 dependent mmas would be
+    // the step's longest latency.
     float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-    const uint32_t k_lane = kt + k_lane_off;
+    const uint32_t k_lane = kt + kv_lane_off;
 #pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-      uint32_t qa[4], b[4];
-      ldmatrix_x4(qa, q_lane + kc * 32);
-      ldmatrix_x4(b, k_lane + kc * 32);
-      mma_bf16(sc[0], qa, b[0], b[1]);
-      mma_bf16(sc[1], qa, b[2], b[3]);
+    for (int kp = 0; kp < D / 32; ++kp) {
+      uint32_t b[4];
+      ldmatrix_x4(b, k_lane + kp * 64);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        uint32_t qa[4];
+        ldmatrix_x4(qa, q_lane + (2 * kp + half) * 32);
+        mma_bf16(sc[half], qa, b[2 * half], b[2 * half + 1]);
+      }
     }
     const int32_t* slots = reinterpret_cast<const int32_t*>(wsm + L::kSlots) + stage * kNT;
+    float s4[4];
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float v = sc[nt][e] * a.k_scale;
-        v = a.round_logits ? round_bf16(round_bf16(v) * a.scale) : v * a.scale;
-        sc[nt][e] = slots[nt * 8 + tq * 2 + (e & 1)] >= 0 ? v : -INFINITY;
-      }
-    const float al0 = softmax_row(a, sc[0][0], sc[0][1], sc[1][0], sc[1][1], m0, l0);
-    const float al1 = softmax_row(a, sc[0][2], sc[0][3], sc[1][2], sc[1][3], m1, l1);
+    for (int e = 0; e < 4; ++e) {
+      float v = (sc[0][e] + sc[1][e]) * a.k_scale;
+      v = a.round_logits ? round_bf16(round_bf16(v) * a.scale) : v * a.scale;
+      s4[e] = slots[tq * 2 + (e & 1)] >= 0 ? v : -INFINITY;
+    }
+    const float al0 = softmax_row(a, s4[0], s4[1], m0, l0);
+    const float al1 = softmax_row(a, s4[2], s4[3], m1, l1);
     // Rescale only when some row's max moved: alpha = 1 is a no-op, so
     // skipping it changes no bit.
     if (__any_sync(0xffffffffu, al0 != 1.0f || al1 != 1.0f)) {
@@ -340,16 +373,15 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
         acc[i][3] *= al1;
       }
     }
-    // P as the A operand straight from the S accumulators' layout.
-    const uint32_t pa[4] = {pack_bf16(sc[0][0], sc[0][1]), pack_bf16(sc[0][2], sc[0][3]),
-                            pack_bf16(sc[1][0], sc[1][1]), pack_bf16(sc[1][2], sc[1][3])};
-    const uint32_t v_lane = vt + v_lane_off;
+    // P as the A operand of the k8 mma straight from the S accumulators' layout.
+    const uint32_t pa0 = pack_bf16(s4[0], s4[1]), pa1 = pack_bf16(s4[2], s4[3]);
+    const uint32_t v_lane = vt + kv_lane_off;
 #pragma unroll
-    for (int np = 0; np < kDimTiles / 2; ++np) {
+    for (int np = 0; np < D / 32; ++np) {
       uint32_t b[4];
-      ldmatrix_x4_trans(b, v_lane + np * 32);
-      mma_bf16(acc[2 * np], pa, b[0], b[1]);
-      mma_bf16(acc[2 * np + 1], pa, b[2], b[3]);
+      ldmatrix_x4_trans(b, v_lane + np * 64);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) mma_bf16_k8(acc[4 * np + j], pa0, pa1, b[j]);
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)

@@ -11,25 +11,26 @@
 // (k_scale · Σ q·code instead of Σ q·(code·k_scale)); the GPU tests hold it
 // to the same tolerances as the portable kernel.
 //
-// One block of 4 warps per (row, KV group, split), the group's H/G <= 16
+// One block of 8 warps per (row, KV group, split), the group's H/G <= 16
 // query heads padded to the 16 rows of the mma tile. Each warp takes a
-// contiguous quarter of the split's ids and runs FlashAttention-2 style on
-// its own, in steps of 16 ids, with no block barrier until the end:
-//   load    the warp resolves the slots of its next 512 ids in one batch,
+// contiguous eighth of the split's ids and runs FlashAttention-2 style on
+// its own, in steps of 8 ids, with no block barrier until the end:
+//   load    the warp resolves the slots of its next 256 ids in one batch,
 //           then copies each step's K and V rows (cp.async, 16 bytes per
 //           lane, zero-filled for ids not attended) into its own 3-stage
 //           shared-memory ring, two steps ahead; fp8 rows are widened to
 //           bf16 (exact) after they land;
-//   logits S[16 heads, 16 ids] = Q K^T (Q from shared memory);
-//   softmax online, in registers: each head row's 16 logits sit in one
+//   logits S[16 heads, 8 ids] = Q K^T (m16n8k16, Q from shared memory);
+//   softmax online, in registers: each head row's 8 logits sit in one
 //           quad of lanes; P rounded to bf16 becomes the A operand of PV
 //           without leaving registers;
-//   PV      O[16 heads, D] += P V with V through ldmatrix.trans; the
-//           accumulators are rescaled only when a row's max moves.
-// At the end the 4 warps' (m, l, O) merge by log-sum-exp in warp order.
+//   PV      O[16 heads, D] += P V (m16n8k8) with V through ldmatrix.trans;
+//           the accumulators are rescaled only when a row's max moves.
+// At the end the 8 warps' (m, l, O) merge by log-sum-exp in warp order.
 // Splits: the launcher picks how many (at most what the caller's workspace
 // allows) so that the grid fills the GPU about once; the portable kernel's
-// merge combines them.
+// merge combines them, launched so that it overlaps this kernel's tail
+// (dependent_launch.hpp).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,7 @@
 
 namespace qsa::gpu::attn {
 
-inline constexpr int kMmaTile = 16;  // ids per warp step of the tensor-core kernel
+inline constexpr int kMmaTile = 8;  // ids per warp step of the tensor-core kernel
 
 // Whether this build and these args can take the tensor-core kernel: a CUDA
 // build, head_dim in {64, 128, 256}, H/G <= 16, P rounded to bf16

@@ -14,33 +14,21 @@ namespace qsa::gpu::attn {
 namespace {
 
 // What one block of grid (row, g * head_chunks + chunk, split) covers.
-struct SplitRange {
+struct SplitRange : SplitColumns {
   int64_t row;
-  const int32_t* ids;
-  int req;
-  int64_t seq_len;
-  int begin, end;  // this split's columns
-  int g, h0, nh;   // KV group, first query head, heads of the chunk
+  int g, h0, nh;  // KV group, first query head, heads of the chunk
 };
 
-// The decode kernel's row set-up: the count column bounds the row (clamped
-// to [0, width - 1]); padding rows and bad requests attend nothing.
+// The decode kernel's row set-up (split_columns) and its head chunk.
 __device__ inline SplitRange split_range(const KernelArgs& a, int max_heads) {
   SplitRange r;
   r.row = blockIdx.x;
+  static_cast<SplitColumns&>(r) = split_columns(a, r.row, static_cast<int>(blockIdx.z));
   r.g = static_cast<int>(blockIdx.y) / a.head_chunks;
   const int chunk = static_cast<int>(blockIdx.y) % a.head_chunks;
   const int group = a.heads / a.kv_heads;
   r.h0 = r.g * group + chunk * max_heads;
   r.nh = min(max_heads, group - chunk * max_heads);
-  r.ids = a.token_idx + r.row * a.index_width;
-  int n = a.index_width - (a.count_column ? 1 : 0);
-  if (a.count_column) n = max(0, min(r.ids[a.index_width - 1], a.index_width - 1));
-  r.req = a.token_to_req[r.row];
-  const bool real = r.req >= 0 && r.req < a.num_reqs;
-  r.seq_len = real ? a.seq_lens[r.req] : 0;
-  r.begin = static_cast<int>(blockIdx.z) * a.ids_per_split;
-  r.end = real ? min(n, r.begin + a.ids_per_split) : r.begin;
   return r;
 }
 

@@ -1,5 +1,5 @@
 // NVIDIA-only device helpers for tensor-core kernels (sm_80 and later,
-// sm_90a included): the bf16 m16n8k16 matrix multiply-accumulate, ldmatrix
+// sm_90a included): the bf16 m16n8k16 and m16n8k8 matrix multiply-accumulates, ldmatrix
 // and cp.async with zero fill, as inline PTX. Include only from .hip files,
 // and only inside `#if defined(QSA_GPU_CUDA)`: AMD builds keep the portable
 // kernels, which is why every user of this header has a fallback.
@@ -31,6 +31,15 @@ __device__ inline void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t 
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// d += a * b for one 16x8x8 tile (A 16x8: a0 = (gq, 2tq..), a1 = (gq+8,
+// 2tq..); B 8x8: b0 = (k 2tq..2tq+1, n gq)), fp32 accumulators.
+__device__ inline void mma_bf16_k8(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b0));
 }
 
 // Four 8x8 bf16 matrices; lane l gives the shared-space address of row
