@@ -1,18 +1,24 @@
 // The select kernels and their launcher. The phases live in
-// select_decode_scores.hpp (decode scores of a chunk of blocks of one row),
-// select_prefill_scores.hpp (tiled prefill scores), select_scores.hpp (the
-// formula both share) and select_topk.hpp (radix select + bitonic sort);
-// this file ties them into the kernels, picks the decode path's kernels and
-// the key reader, and dispatches on the indexer dtype.
+// select_staged_scores.hpp (decode scores, keys staged through shared
+// memory), select_decode_scores.hpp (decode scores read directly, a chunk of
+// blocks of one row), select_prefill_scores.hpp (tiled prefill scores),
+// select_scores.hpp (the formula all share) and select_topk.hpp (radix
+// select + bitonic sort); this file ties them into the kernels, picks the
+// decode path's kernels, their shapes and the key reader, and dispatches on
+// the indexer dtype.
 #include "gpu/select/select.hpp"
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "gpu/select/select_args.hpp"
 #include "gpu/select/select_codes.hpp"
 #include "gpu/select/select_decode_scores.hpp"
 #include "gpu/select/select_prefill_scores.hpp"
 #include "gpu/select/select_scores.hpp"
+#include "gpu/select/select_staged_scores.hpp"
 #include "gpu/select/select_topk.hpp"
 
 namespace qsa::gpu {
@@ -108,31 +114,68 @@ __device__ void score_row_chunks(const Code* compressed_keys, const SelectArgs& 
                                                       decode, scores);
 }
 
-// Decode path, phase 1: block (t, c) scores chunks c, c + gridDim.y, ... of
-// kSelectDecodeChunk blocks of row t; chunks at or past V(t) (all of a
-// padding row's) exit at once. The vector reader of fp8 keys decodes through
-// a table (select_decode_scores.hpp) ahead of the query row.
-template <CodeKind kKind, bool kVector, class Code>
-__global__ void __launch_bounds__(kDecodeScoreThreads, 2)
-    select_decode_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
-  extern __shared__ float4 decode_shared[];  // [fp8 table] then [H_I * d_I] query floats, dynamic
+// The prologue of both split scoring kernels: row t's decoded query (after
+// the fp8 table when this key reader decodes through one, see
+// select_decode_scores.hpp) in `shared`, a barrier, then body(q_s, decode)
+// with the reader's decoder.
+template <CodeKind kKind, bool kVector, class Code, class Body>
+__device__ void with_query_and_decoder(float* shared, const Code* index_q, const SelectArgs& a, int64_t t,
+                                       Body&& body) {
   constexpr bool kTable = kUsesFp8Table<kKind, kVector>;
-  const int64_t t = blockIdx.x;
-  const int32_t visible = guarded_visible(a, t);
-  const int64_t b0 = int64_t{blockIdx.y} * kSelectDecodeChunk;
-  if (b0 >= visible) return;  // uniform over the block
-  float* shared = reinterpret_cast<float*>(decode_shared);
   float* q_s = kTable ? shared + kFp8TableFloats : shared;
   const int query_values = a.heads * a.dim;
   load_query_row<kKind>(index_q + t * query_values, query_values, q_s);
   if constexpr (kTable) {
     const Fp8TableDecoder decode = load_fp8_table<kKind>(shared);
     __syncthreads();
-    score_row_chunks<kKind, kVector>(compressed_keys, a, t, visible, b0, q_s, decode);
+    body(q_s, decode);
   } else {
     __syncthreads();
-    score_row_chunks<kKind, kVector>(compressed_keys, a, t, visible, b0, q_s, PackedDecoder<kKind>{});
+    body(q_s, PackedDecoder<kKind>{});
   }
+}
+
+// Decode path, phase 1, direct reader: block (t, c) scores chunks c, c +
+// gridDim.y, ... of kSelectDecodeChunk blocks of row t; chunks at or past
+// V(t) (all of a padding row's) exit at once. Runs the scalar reader, and
+// the vector one for keys too long for the staged kernel's rings.
+template <CodeKind kKind, bool kVector, class Code>
+__global__ void __launch_bounds__(kDecodeScoreThreads, 2)
+    select_decode_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
+  extern __shared__ float4 decode_shared[];  // [fp8 table] then [H_I * d_I] query floats, dynamic
+  const int64_t t = blockIdx.x;
+  const int32_t visible = guarded_visible(a, t);
+  const int64_t b0 = int64_t{blockIdx.y} * kSelectDecodeChunk;
+  if (b0 >= visible) return;  // uniform over the block
+  with_query_and_decoder<kKind, kVector>(
+      reinterpret_cast<float*>(decode_shared), index_q, a, t, [&](const float* q_s, const auto& decode) {
+        score_row_chunks<kKind, kVector>(compressed_keys, a, t, visible, b0, q_s, decode);
+      });
+}
+
+// Decode path, phase 1, staged reader (select_staged_scores.hpp): wave w of
+// block (t, y) scores stages y · blockDim + w · warpSize + i · gridDim.y ·
+// blockDim + [0, warpSize) of row t; blocks whose first stage is at or past
+// V(t) exit at once, the others keep no barrier after the prologue.
+template <CodeKind kKind, class Code>
+__global__ void __launch_bounds__(kStagedMaxWaves * kWidestWave)
+    select_staged_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
+  extern __shared__ float4 staged_shared[];  // [fp8 table], [H_I * d_I] query floats, the waves' rings; dynamic
+  const int64_t t = blockIdx.x;
+  const int32_t visible = guarded_visible(a, t);
+  const int64_t first = int64_t{blockIdx.y} * blockDim.x;
+  if (first >= visible) return;  // uniform over the block
+  auto* shared = reinterpret_cast<float*>(staged_shared);
+  const int vectors = a.dim / kCodesPerVector<kKind>;
+  const int table_floats = kUsesFp8Table<kKind, true> ? kFp8TableFloats : 0;
+  auto* rings = reinterpret_cast<uint4*>(shared + table_floats + a.heads * a.dim);
+  const StagedWave wave(vectors, rings + wave_id() * kStagedSlots * warpSize * staged_stride(vectors),
+                        compressed_keys);
+  const StagedRun run{first + int64_t{wave_id()} * warpSize, int64_t{gridDim.y} * blockDim.x, visible};
+  with_query_and_decoder<kKind, true>(shared, index_q, a, t, [&](const float* q_s, const auto& decode) {
+    score_staged_run<kKind>(q_s, compressed_keys, request_keys(a, t), a.heads, a.scale, run, wave, decode,
+                            a.score_scratch + t * a.score_stride);
+  });
 }
 
 // Prefill path, phase 1: one block per chunk of shape.rows rows.
@@ -160,13 +203,147 @@ __global__ void __launch_bounds__(kTopKThreads) select_topk_kernel(SelectArgs a)
   topk_phase(a, t, visible, sh);
 }
 
+// ---- launch --------------------------------------------------------------
+
+// What the staged scorer's launch depends on, per device (queried once).
+struct DeviceLimits {
+  int device = 0;
+  int wave = 32;
+  int multiprocessors = 1;
+  size_t max_shared = 48 * 1024;  // dynamic shared memory one block may use (after opting in on NVIDIA)
+};
+
+inline constexpr int kMaxDevices = 64;
+
+DeviceLimits query_device_limits(int device) {
+  int wave = 0;
+  int sms = 0;
+  int shared = 0;
+#if defined(QSA_GPU_CUDA)
+  QSA_GPU_CHECK(cudaDeviceGetAttribute(&wave, cudaDevAttrWarpSize, device));
+  QSA_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  QSA_GPU_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+#else
+  QSA_GPU_CHECK(hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, device));
+  QSA_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device));
+  QSA_GPU_CHECK(hipDeviceGetAttribute(&shared, hipDeviceAttributeMaxSharedMemoryPerBlock, device));
+#endif
+  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared)};
+}
+
+const DeviceLimits& device_limits() {
+  static std::once_flag once[kMaxDevices];
+  static DeviceLimits limits[kMaxDevices];
+  int device = 0;
+  QSA_GPU_CHECK(hipGetDevice(&device));
+  if (device < 0 || device >= kMaxDevices) throw ConfigError("launch_select: device ordinal beyond 64");
+  std::call_once(once[device], [device] { limits[device] = query_device_limits(device); });
+  return limits[device];
+}
+
+// Blocks of the staged kernel one multiprocessor holds with `threads`
+// threads and `bytes` of dynamic shared memory. Cached per device and shape
+// (launches repeat shapes; the query is not free). On NVIDIA a block must
+// opt in to more than 48 KiB, once per kernel and device, and the kernel
+// asks for the largest shared-memory carveout (its key copies bypass the
+// L1, which holds little else for it); AMD grants a block its whole LDS.
+template <CodeKind kKind, class Code>
+int staged_blocks_per_sm(int threads, size_t bytes, const DeviceLimits& d) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, size_t>, int> cache;  // (device, threads, bytes) -> blocks
+  const auto kernel = select_staged_score_kernel<kKind, Code>;
+  const auto key = std::make_tuple(d.device, threads, bytes);
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto hit = cache.find(key);
+  if (hit != cache.end()) return hit->second;
+  int blocks = 0;
+#if defined(QSA_GPU_CUDA)
+  QSA_GPU_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d.max_shared)));
+  QSA_GPU_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  QSA_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, bytes));
+#else
+  QSA_GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, bytes));
+#endif
+  blocks = blocks > 0 ? blocks : 1;
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+// A staged scoring launch: grid (rows, per_row) of blocks of `waves` waves.
+struct StagedShape {
+  int waves = 0;  // 0: not even one wave's ring fits (keys of several KiB): the direct reader runs
+  size_t shared_bytes = 0;
+  int64_t per_row = 0;
+};
+
+// Each row gets as many blocks as fit on the device at once beside the
+// other rows' (at least one, at most one per round of blockDim keys): no
+// block waits for a second wave of the grid, and each streams many stages
+// through its rings, so the prologue (query row, fp8 table) and the ring's
+// fill and drain are paid a few times per row, not once per 512 keys. Of
+// the block sizes whose rings fit, the one that keeps the most waves
+// resident wins, ties going to the bigger block (fewer prologues): on an
+// H200 at d_I = 128, 256 bf16 rows fill 256 of 396 slots of 4-wave blocks
+// but 768 of 792 of 2-wave ones; 64 rows fill 384 of 396 (4 waves) or 768
+// of 792 (2 waves), the same waves, so 4-wave blocks.
+template <CodeKind kKind, class Code>
+StagedShape staged_shape(const SelectLayout& l, const SelectArgs& a, const DeviceLimits& d) {
+  const int table_floats = kUsesFp8Table<kKind, true> ? kFp8TableFloats : 0;
+  const int vectors = a.dim / kCodesPerVector<kKind>;
+  StagedShape best;
+  int64_t best_waves = 0;
+  for (int waves = kStagedMaxWaves; waves >= 1; waves /= 2) {
+    const size_t bytes = staged_shared_bytes(table_floats, a.heads * a.dim, vectors, d.wave, waves);
+    if (bytes > d.max_shared) continue;
+    const int threads = waves * d.wave;
+    const int64_t slots = int64_t{d.multiprocessors} * staged_blocks_per_sm<kKind, Code>(threads, bytes, d);
+    int64_t rounds = (int64_t{l.max_visible} + threads - 1) / threads;
+    rounds = rounds < 65535 ? rounds : 65535;  // gridDim.y; the kernel strides over it
+    int64_t per_row = slots / l.rows;
+    per_row = per_row < 1 ? 1 : per_row > rounds ? rounds : per_row;
+    const int64_t blocks = l.rows * per_row;
+    const int64_t resident_waves = (blocks < slots ? blocks : slots) * waves;
+    if (resident_waves > best_waves) {
+      best = {waves, bytes, per_row};
+      best_waves = resident_waves;
+    }
+  }
+  return best;
+}
+
+template <CodeKind kKind, class Code>
+void launch_staged(const SelectLayout& l, const StagedShape& s, const DeviceLimits& d, const Code* index_q,
+                   const Code* compressed_keys, const SelectArgs& args, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(s.per_row));
+  select_staged_score_kernel<kKind, Code><<<grid, static_cast<unsigned>(s.waves * d.wave), s.shared_bytes, stream>>>(
+      index_q, compressed_keys, args);
+  QSA_GPU_CHECK_LAUNCH();
+}
+
+// The direct scoring kernel over (rows, chunks of kSelectDecodeChunk).
+template <CodeKind kKind, bool kVector, class Code>
+void launch_direct(const SelectLayout& l, const Code* index_q, const Code* compressed_keys, const SelectArgs& args,
+                   hipStream_t stream) {
+  const int64_t chunks = (int64_t{l.max_visible} + kSelectDecodeChunk - 1) / kSelectDecodeChunk;
+  const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(chunks < 65535 ? chunks : 65535));
+  const size_t table_floats = kUsesFp8Table<kKind, kVector> ? kFp8TableFloats : 0;
+  const size_t dynamic_shared =
+      sizeof(float) * (static_cast<size_t>(args.heads) * static_cast<size_t>(args.dim) + table_floats);
+  select_decode_score_kernel<kKind, kVector, Code>
+      <<<grid, kDecodeScoreThreads, dynamic_shared, stream>>>(index_q, compressed_keys, args);
+  QSA_GPU_CHECK_LAUNCH();
+}
+
 // The decode path. When no row sees more than one chunk (max_visible <=
-// kSelectDecodeChunk), splitting would launch the same one scoring block per
-// row and add a launch and a round trip of the scores, so both phases run
-// fused in one block per row. Longer rows are split: the scoring kernel's
-// grid (rows, chunks) keeps every SM streaming keys whatever the row count
-// (64 rows at 32K blocks are 4096 blocks), and the top-k kernel then reads
-// the scores back from L2.
+// kSelectDecodeChunk), splitting would add a launch and a round trip of the
+// scores, so both phases run fused in one block per row. Longer rows are
+// split: a scoring kernel whose grid spreads every row over many blocks
+// keeps every SM streaming keys whatever the row count, then the top-k
+// kernel reads the scores back from L2. The vector reader scores through the
+// staged kernel where its rings fit; the scalar one (and keys too long to
+// stage) through the direct kernel.
 template <CodeKind kKind, bool kVector, class Code>
 void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compressed_keys, const SelectArgs& args,
                    hipStream_t stream) {
@@ -176,14 +353,14 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
     QSA_GPU_CHECK_LAUNCH();
     return;
   }
-  const int64_t chunks = (int64_t{l.max_visible} + kSelectDecodeChunk - 1) / kSelectDecodeChunk;
-  const dim3 grid(rows, static_cast<unsigned>(chunks < 65535 ? chunks : 65535));  // the kernel strides over y
-  const size_t table_floats = kUsesFp8Table<kKind, kVector> ? kFp8TableFloats : 0;
-  const size_t dynamic_shared =
-      sizeof(float) * (static_cast<size_t>(args.heads) * static_cast<size_t>(args.dim) + table_floats);
-  select_decode_score_kernel<kKind, kVector, Code>
-      <<<grid, kDecodeScoreThreads, dynamic_shared, stream>>>(index_q, compressed_keys, args);
-  QSA_GPU_CHECK_LAUNCH();
+  bool staged = false;
+  if constexpr (kVector) {
+    const DeviceLimits& d = device_limits();
+    const StagedShape s = staged_shape<kKind, Code>(l, args, d);
+    staged = s.waves > 0;
+    if (staged) launch_staged<kKind>(l, s, d, index_q, compressed_keys, args, stream);
+  }
+  if (!staged) launch_direct<kKind, kVector>(l, index_q, compressed_keys, args, stream);
   select_topk_kernel<<<rows, kTopKThreads, 0, stream>>>(args);
   QSA_GPU_CHECK_LAUNCH();
 }

@@ -10,12 +10,17 @@
 // Two paths share the score scratch and the top-k phase:
 //  - decode: when no row sees more than kSelectDecodeChunk (512) blocks,
 //    both phases run fused, one thread block per row. Otherwise they are
-//    split: a scoring kernel whose grid is (rows, chunks of 512 blocks)
-//    scores each chunk in one thread block (2 blocks per thread, each key
-//    read whole with 16-byte loads when d_I % 16 == 0 and the cache is
-//    16-byte aligned, fp8 codes decoded through a table in shared memory;
-//    else one code at a time), then a top-k kernel, one block per row, runs
-//    phase 2 over the scratch row (gpu/select/select_decode_scores.hpp).
+//    split: a scoring kernel, then a top-k kernel, one block per row, runs
+//    phase 2 over the scratch row. When d_I % 16 == 0 and the cache is
+//    16-byte aligned the scoring kernel stages keys through shared memory:
+//    each row gets as many blocks as fit on the device at once, each wave
+//    copies the keys of a wave's worth of consecutive blocks with coalesced
+//    16-byte copies (cp.async on NVIDIA) while it scores the previous ones,
+//    one key per lane, fp8 codes decoded through a table in shared memory
+//    (gpu/select/select_staged_scores.hpp). Otherwise (or for keys too long
+//    to stage) a grid of (rows, chunks of 512 blocks) reads each key
+//    directly, with 16-byte loads or one code at a time
+//    (gpu/select/select_decode_scores.hpp).
 //  - prefill: a scoring kernel where one thread block takes a chunk of up to
 //    select_prefill_shape(p).rows consecutive rows (16 for the released
 //    model); each maximal run of rows of ONE request inside the chunk (rows of

@@ -1,12 +1,16 @@
 // Phase 1 of the decode path: the fp32 scores of a chunk of consecutive
-// blocks of one query row. Device code, included by select.hip only.
+// blocks of one query row, keys read directly from the cache (the fused
+// kernel, the scalar reader, and keys too long to stage), and the vector
+// scorer the staged kernel shares (select_staged_scores.hpp). Device code,
+// included by select.hip only.
 //
 // Thread i of a thread block scores blocks b0 + i + u · blockDim (u < kKeys)
 // of its row, each one whole, from the decoded query in shared memory, with
 // score_with's fma sequence (select_scores.hpp): the prefill path's bits.
 // Two ways to read a key:
 //  - vector (d_I % 16 == 0 and a 16-byte aligned cache, which the launcher
-//    checks): kKeyBatch 16-byte loads per key in flight at once, decoded in
+//    checks): kKeyBatch 16-byte loads per key in flight at once (from
+//    global memory, or from the staged copy in shared memory), decoded in
 //    registers; the kKeys keys of a thread share every float4 read of q
 //    from shared memory (a broadcast: the whole wave reads one address), so
 //    the loop issues one shared load per 4 · kKeys fmas per head;
@@ -128,22 +132,33 @@ __device__ inline void fma_vector(const float* q, int dim, int nh, const uint4 (
   }
 }
 
+// Vectors [v0, v0 + kKeyBatch) of every key (those below `vectors` when
+// kTail) into one head group's chains, all loaded before any is used.
+template <CodeKind kKind, int kKeys, bool kFull, bool kTail, class Decoder>
+__device__ inline void fma_batch(const float* qh, const uint4* const (&k)[kKeys], int v0, int vectors, int dim, int nh,
+                                 const Decoder& decode, float (&acc)[kKeys][kHeadGroup]) {
+  constexpr int kCodes = kCodesPerVector<kKind>;
+  uint4 kv[kKeyBatch][kKeys];
+#pragma unroll
+  for (int u = 0; u < kKeyBatch; ++u)
+#pragma unroll
+    for (int key = 0; key < kKeys; ++key)
+      kv[u][key] = !kTail || v0 + u < vectors ? k[key][v0 + u] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int u = 0; u < kKeyBatch; ++u)
+    if (!kTail || v0 + u < vectors)
+      fma_vector<kKind, kKeys, kFull>(qh + (v0 + u) * kCodes, dim, nh, kv[u], decode, acc);
+}
+
 // One head group's chains over the whole keys k[key] (`vectors` vectors
-// each), kKeyBatch vectors per key loaded before any is used.
+// each): whole batches without per-vector tests, then the partial one.
 template <CodeKind kKind, int kKeys, bool kFull, class Decoder>
 __device__ void fma_keys(const float* qh, const uint4* const (&k)[kKeys], int vectors, int dim, int nh,
                          const Decoder& decode, float (&acc)[kKeys][kHeadGroup]) {
-  constexpr int kCodes = kCodesPerVector<kKind>;
-  for (int v0 = 0; v0 < vectors; v0 += kKeyBatch) {
-    uint4 kv[kKeyBatch][kKeys];
-#pragma unroll
-    for (int u = 0; u < kKeyBatch; ++u)
-#pragma unroll
-      for (int key = 0; key < kKeys; ++key) kv[u][key] = v0 + u < vectors ? k[key][v0 + u] : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < kKeyBatch; ++u)
-      if (v0 + u < vectors) fma_vector<kKind, kKeys, kFull>(qh + (v0 + u) * kCodes, dim, nh, kv[u], decode, acc);
-  }
+  int v0 = 0;
+  for (; v0 + kKeyBatch <= vectors; v0 += kKeyBatch)
+    fma_batch<kKind, kKeys, kFull, false>(qh, k, v0, vectors, dim, nh, decode, acc);
+  if (v0 < vectors) fma_batch<kKind, kKeys, kFull, true>(qh, k, v0, vectors, dim, nh, decode, acc);
 }
 
 // out[key] = score of the key whose codes start at k[key] (16-byte aligned,

@@ -42,7 +42,7 @@ inline constexpr int kBinsPerThread = kRadixBins / kTopKThreads;  // each thread
 inline constexpr int kRadixPasses = 6;                            // 5 x 12 bits, then 4
 inline constexpr int kMaxWinners = 2048;                          // kSelectMaxBlocksBudget
 inline constexpr int kMaxCandidates = 1536;                       // what fits beside the rest in 48 KiB
-inline constexpr int kRowBatch = 8;  // scores a thread loads before using them (loads in flight)
+inline constexpr int kRowBatch = 8;  // scores a thread loads at once (twice that in flight, see RowKeys)
 inline constexpr int kMaxWaves = kTopKThreads / kMinWaveSize;
 
 // The block's shared memory; static, so it must stay within the 48 KiB every
@@ -80,25 +80,34 @@ struct RadixState {
 
 // The keys of a row b < visible, read from the scratch row. visit(key,
 // valid) runs in a loop with the same trip count in every thread, so it may
-// use ballots; kRowBatch loads per thread are in flight before the first use.
+// use ballots. The scores come from L2: each thread loads its next kRowBatch
+// scores before it visits the current ones, so a pass waits for one L2
+// round trip, not one per batch.
 struct RowKeys {
   const float* scores;
   uint32_t visible;
+  __device__ void load(uint32_t base, float (&s)[kRowBatch]) const {
+#pragma unroll
+    for (int u = 0; u < kRowBatch; ++u) {
+      const uint32_t b = base + u * kTopKThreads + threadIdx.x;
+      s[u] = b < visible ? scores[b] : 0.0f;
+    }
+  }
   template <class Visit>
   __device__ void visit(Visit&& fn) const {
-    const uint32_t tid = threadIdx.x;
-    for (uint32_t base = 0; base < visible; base += kTopKThreads * kRowBatch) {
-      float s[kRowBatch];
+    constexpr uint32_t kStep = kTopKThreads * kRowBatch;
+    float s[kRowBatch];
+    load(0, s);
+    for (uint32_t base = 0; base < visible; base += kStep) {
+      float next[kRowBatch];
+      load(base + kStep, next);  // past the row: no loads, zeros
 #pragma unroll
       for (int u = 0; u < kRowBatch; ++u) {
-        const uint32_t b = base + u * kTopKThreads + tid;
-        s[u] = b < visible ? scores[b] : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < kRowBatch; ++u) {
-        const uint32_t b = base + u * kTopKThreads + tid;
+        const uint32_t b = base + u * kTopKThreads + threadIdx.x;
         fn(select_key(s[u], b), b < visible);
       }
+#pragma unroll
+      for (int u = 0; u < kRowBatch; ++u) s[u] = next[u];
     }
   }
 };

@@ -8,10 +8,11 @@
 //    than the accumulation bound;
 //  - exact ties (duplicated keys) give the lower ids first exactly as the
 //    reference; NaN scores rank first; every output element is written;
-//  - the decode path's two kernels (rows longer than kSelectDecodeChunk)
-//    and its fused kernel (shorter rows), its 16-byte key reader (d_I % 16
-//    == 0) and its scalar one (other d_I, or a misaligned cache, which must
-//    give the same bits as an aligned one);
+//  - the decode path's split kernels (rows longer than kSelectDecodeChunk)
+//    and its fused kernel (shorter rows), its 16-byte key readers (d_I % 16
+//    == 0: keys staged through shared memory, or read directly when too
+//    long to stage) and its scalar one (other d_I, or a misaligned cache,
+//    which must give the same bits as an aligned one);
 //  - the element decoders (the scalar and the packed ones) and the sort key,
 //    exhaustively against the reference codecs and block_precedes;
 //    host-validator rejections.
@@ -156,6 +157,14 @@ std::vector<Case> special_cases() {
       {64, 5000, 5, 64, fp8, Fp8Flavor::kE4m3fnuz, Keys::kNan},
       {512, 5000, 3, 24, fp8, fn, Keys::kRandom},
       {512, 5000, 4, 32, fp8, Fp8Flavor::kE4m3fnEagerNan, Keys::kTies},
+      // Key sizes of the staged scorer's other copy loops and shapes: 64
+      // vectors per key (more than a wave: a lane's pieces change vector;
+      // fewer waves per block on an H200), 3 vectors (fp8 d_I = 48: divides
+      // no wave), and 4 KiB keys, too long for any ring (the direct kernel's
+      // vector reader).
+      {512, 3000, 4, 512, bf16, fn, Keys::kRandom},
+      {256, 3000, 2, 48, fp8, fn, Keys::kRandom},
+      {64, 3000, 1, 2048, bf16, fn, Keys::kRandom},
   };
 }
 
@@ -172,6 +181,7 @@ TEST(GpuSelectMisaligned, MatchesAlignedCache) {
   for (const Case& c : {Case{512, 3000, 4, 128, IndexerDtype::kBf16, fn, Keys::kRandom},
                         Case{64, 700, 4, 32, IndexerDtype::kFp8, fn, Keys::kNan},
                         Case{512, 3000, 4, 128, IndexerDtype::kFp8, Fp8Flavor::kE4m3fnuz, Keys::kRandom},
+                        Case{256, 3000, 2, 48, IndexerDtype::kFp8, fn, Keys::kRandom},  // 3-vector keys
                         Case{4, 300, 2, 64, IndexerDtype::kBf16, fn, Keys::kRandom}}) {  // fused kernel
     SCOPED_TRACE(case_name(c));
     const Scenario s = make_scenario(c, 0x5e1ec7a11ULL);
