@@ -1,46 +1,47 @@
 // The fused prepare kernel (prepare.hpp says what it computes).
 //
-// Grid: one block per request (blocks [0, R)), then row_parts blocks per
-// row (blocks [R, R + T · row_parts)), kThreads threads each. Every row has
-// H_I + H + G + 1 head tasks: its indexer Q heads, its main Q heads (each
-// with its gate copy), its K heads (each with its V copy and both KV cache
-// writes) and one pooling slot; part p of row t runs tasks [p · kGroups,
-// (p + 1) · kGroups), one per lane group of kGroup lanes (prepare_head.hpp).
+// Tasks: every row has H_I + H + G + 1 tasks: its indexer Q heads, its main
+// Q heads (each with its gate copy), its K heads (each with its V copy and
+// both KV cache writes) and one pooling slot; every request has one task,
+// its ring writes and the pooling of the one group of it that can straddle
+// the step's start. A task runs on one lane group of kGroup lanes
+// (prepare_head.hpp): tasks [0, R) are the requests', then row t's tasks
+// follow at R + t · (H_I + H + G + 1). A block is kGroups independent
+// groups; no task waits for another, and the only barrier is the group
+// fence of a request task.
 //
 // Why this shape: a step is latency-bound up to a few hundred rows (one
-// decode token moves ~84 KB), so a task must cost one memory round trip, not
-// one per element or per head. Each group issues all loads of its head row
-// (and of its gate or V row) before it uses any, and no load of a row block
-// waits on the row's metadata: padding rows compute like real rows and store
-// zeros (a select on `real`), so token_to_req is not on any load's path. The
-// cos/sin tables are filled once per block, by threads whose own loads are
-// in flight, and the one __syncthreads() of a row block sits between the
-// norm and the rotation, the first point that needs them. Angles, cos/sin,
-// the rotation, the pooled sums and every store are the expressions the
-// kernel always used, so they do not depend on this schedule; the fp32 norm
-// sums in the order it always did on NVIDIA (a group is a warp), while on
-// 64-wide waves its butterfly now spans 32 lanes, another order inside the
-// same fp32 bound (tests/tolerances.hpp).
+// decode token moves ~85 KB) and issue-bound beyond, so a task must cost
+// one memory round trip and a short chain of few instructions. Each group
+// issues all loads of its head row (and of its gate or V row) before it
+// uses any, and no load of a head waits on the row's metadata: padding rows
+// compute like real rows and store zeros (Dest::zero), so token_to_req is
+// not on any load's path. Each lane rotates whole frequency pairs with the
+// cos/sin it computes itself (one fp64 sincos per pair slot, after the
+// loads are issued), so a task needs neither shared memory nor a barrier:
+// every group of a row computes the same cos/sin, which costs less than the
+// previous kernel's tables (4 blocks per row, each filling the row's tables
+// behind a barrier). Registers decide how many tasks are resident: Task
+// holds indices only, the store destinations are formed after the norm, and
+// kernels without fp8 stores carry no fp8 code (kFp8), so the model's kernel
+// fits 64 registers without spilling. Angles, cos/sin, the rotation, the
+// pooled sums and every store are the reference's expressions, so they do
+// not depend on this schedule; the fp32 norm sums in another order than
+// before, inside the same fp32 bound (tests/tolerances.hpp).
 //
-// A request block pools the one group of its request that can straddle the
-// step's start (first members in earlier steps, read from the ring), then,
-// after a barrier, writes the request's last C raw keys and their RoPE
-// positions to the ring.
-//
-// Race freedom (every inter-block hazard of the launch):
-//  - The ring is read only by request blocks, each only in its own ring
+// Race freedom (every inter-task hazard of the launch):
+//  - The ring is read only by request tasks, each only in its own ring
 //    block b_i = ring_blocks[i] (slots b_i·C + q mod C), and only while
-//    pooling its straddling group. It is written only by request blocks:
-//    block i writes ring_slot[t] for its own rows, which validate_prepare
+//    pooling its straddling group. It is written only by request tasks:
+//    task i writes ring_slot[t] for its own rows, which validate_prepare
 //    pins to b_i·C + p mod C, inside b_i. ring_blocks are distinct per
-//    request (validated), so no block writes a slot another block reads or
-//    writes. Inside block i, every read of the pooling happens before the
-//    __syncthreads() that precedes the block's ring writes (a barrier also
-//    orders global memory within the block; the values it writes are read
-//    from index_qk, which nothing writes, and may be loaded earlier), so the
-//    pooling sees the ring as it stood before the step even when a long
-//    chunk wraps around the ring onto the straddling group's members. Row
-//    blocks never touch the ring.
+//    request (validated), so no task writes a slot another task reads or
+//    writes. Inside task i, every read of the pooling has returned before
+//    the group fence that precedes the task's ring writes (the pooled sums
+//    use every value read, and the fence orders the group's memory
+//    accesses), so the pooling sees the ring as it stood before the step
+//    even when a long chunk wraps around the ring onto the straddling
+//    group's members. Row tasks never touch the ring.
 //  - Only the first group of a request in a step can straddle: a group with
 //    first position b·r < ctx = the step's first position and last position
 //    >= ctx is the group containing ctx, b = ctx div r. Its completing row
@@ -50,10 +51,11 @@
 //    skips it; every other completed group has all members in [ctx, ctx +
 //    len) and is pooled by the pooling slot of its completing row from
 //    index_qk (read-only). So each compressed row is written by exactly one
-//    group, and compressed_slot values are distinct (validated).
+//    task, and compressed_slot values are distinct (validated).
 //  - Main KV slots of real rows are distinct (validated); each K task writes
 //    only its own row's slot and head, each task only its own output heads.
 //  - Nothing in the launch reads the compressed or the KV cache.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -66,258 +68,273 @@ namespace qsa::gpu {
 namespace {
 
 using namespace prep;
-using prepare_detail::bf16_bits_from_double;
 
-static_assert(kThreads >= 4 * kMaxPairs, "one thread per (RoPE table, cos | sin, pair) fills the row tables");
-static_assert(kThreads % kGroup == 0 && kMaxDim % kThreads == 0, "whole groups; the request block's gather");
-
-struct Shared {
-  double row_cs[2][2][kMaxPairs];         // [rope][cos | sin][pair] at the row's position: 0 indexer, 1 main
-  double pool_cs[2][kMaxPairs];           // [cos | sin][pair] at the pooled group's first position
-  float scratch[kGroups][2 * kMaxPairs];  // per group: the rotary dims of its normed head row
-  float pool_buf[kMaxDim];                // member values of the (one) pooling of the block
-  double pool_sum[kMaxDim];               // and its sums
+// The members of a pooled group: member m < from_ring is the raw key in
+// ring slot ring_base + (f0 + m) mod C (older than the step), member m >=
+// from_ring the raw key of row row0 + (m - from_ring).
+struct Members {
+  int64_t row0 = 0;
+  int from_ring = 0;
+  int f0 = 0;
+  int64_t ring_base = 0;
+  int64_t fallback = 0;  // a slot inside the ring, read instead of one outside (validate_prepare rejects those)
 };
 
-enum class Task { kIndexQ, kQ, kK, kPool, kNone };
+enum class Kind { kIndexQ, kQ, kK, kPooled };
 
-// The pooled means of the pooling slot of row t: members rows first_row =
-// t - (r - 1) .. t, which exist whenever t >= r - 1, read before the
-// decision whether row t pools (row_block) has arrived.
-template <int N>
-__device__ void row_pool_means(const KernelArgs& a, Shared& sh, int64_t first_row, Lanes<N>& x) {
-  const int64_t iq_stride = int64_t{a.hi + 1} * a.di;
-  const float* raw = a.index_qk + first_row * iq_stride + int64_t{a.hi} * a.di;
-  auto member = [&](int m) { return raw + m * iq_stride; };
-  const int64_t total = int64_t{a.ratio} * a.di;
-  for (int64_t base = 0; base < total; base += kMaxDim) {
-    wave_barrier();  // the previous batch's reads of pool_buf come first
-    gather_members<kMaxDim / kGroup>(base, total, a.di, group_lane(), kGroup, member, sh.pool_buf);
-    wave_barrier();
-    sum_members(base, kMaxDim, a.ratio, a.di, sh.pool_buf, sh.pool_sum);
-  }
-  pooled_means(a.di, a.ratio, a.round_pool, sh.pool_sum, x);
+// What a lane group produces: one row normed, rotated and stored. Only
+// indices and metadata: pointers are formed where they are used, so that no
+// register holds one through the task.
+struct Task {
+  Kind kind = Kind::kPooled;
+  bool active = false;
+  int head = 0;             // of its kind
+  int64_t row = 0;          // the head's row
+  bool pad = false;         // a padding row: every output is zero
+  int64_t slot = 0;         // K: main KV slot; kPooled: compressed row (both checked where used)
+  int64_t pos3[3] = {0, 0, 0};  // the (t, h, w) RoPE position
+  Members members;          // kPooled
+};
+
+__device__ inline bool is_main(Kind k) { return k == Kind::kQ || k == Kind::kK; }
+
+__device__ inline const float* raw_key(const KernelArgs& a, int64_t row) {
+  return a.index_qk + row * (int64_t{a.hi + 1} * a.di) + int64_t{a.hi} * a.di;
 }
 
-// One row's share of head tasks (see the top of the file); N slots per lane.
-template <int N>
-__device__ void row_block(const KernelArgs& a, Shared& sh, int64_t t, int part) {
-  const int tid = static_cast<int>(threadIdx.x), gi = group_id(), lane = group_lane();
-  const int task = part * kGroups + gi;
-  const int heads = a.hi + a.h + a.g;
-  const Task kind = task < a.hi           ? Task::kIndexQ
-                    : task < a.hi + a.h   ? Task::kQ
-                    : task < heads        ? Task::kK
-                    : task == heads       ? Task::kPool
-                                          : Task::kNone;
-  const bool main_rope = kind == Task::kQ || kind == Task::kK;
-  const int64_t T = a.num_tokens;
-  const int64_t hd = int64_t{a.h} * a.d, gd = int64_t{a.g} * a.d, iq_stride = int64_t{a.hi + 1} * a.di;
-  const int hh = task - a.hi, gg = task - a.hi - a.h;  // the task's Q head, K head
-  const int dim = main_rope ? a.d : a.di;
+__device__ inline const float* member_row(const KernelArgs& a, const Members& g, int m) {
+  if (m >= g.from_ring) return raw_key(a, g.row0 + (m - g.from_ring));
+  const int at = g.f0 + m;  // (f0 + m) mod C without a division: f0 < C, m < r <= C
+  const int64_t slot = g.ring_base + (at < a.ring_capacity ? at : at - a.ring_capacity);
+  return a.ring_keys + (slot >= 0 && slot < a.ring_slots ? slot : g.fallback) * a.di;
+}
 
-  // ---- loads, all issued before any is used ----
+// The head row a head task norms, and the row it copies (gate, V) or null.
+__device__ inline const float* head_row(const KernelArgs& a, const Task& k) {
+  if (k.kind == Kind::kIndexQ) return a.index_qk + k.row * (int64_t{a.hi + 1} * a.di) + int64_t{k.head} * a.di;
+  if (k.kind == Kind::kQ) return a.qg + (k.row * a.h + k.head) * 2 * a.d;
+  return a.k + (k.row * a.g + k.head) * a.d;
+}
+
+__device__ inline const float* extra_row(const KernelArgs& a, const Task& k) {
+  if (k.kind == Kind::kQ) return a.qg + (k.row * a.h + k.head) * 2 * a.d + a.d;
+  return k.kind == Kind::kK ? a.v + (k.row * a.g + k.head) * a.d : nullptr;
+}
+
+__device__ inline const float* norm_weights(const KernelArgs& a, Kind k) {
+  return k == Kind::kIndexQ ? a.w_iq : k == Kind::kQ ? a.w_q : k == Kind::kK ? a.w_k : a.w_ik;
+}
+
+__device__ inline const NormArgs& norm_of(const KernelArgs& a, Kind k) {
+  return k == Kind::kIndexQ ? a.norm_iq : k == Kind::kQ ? a.norm_q : k == Kind::kK ? a.norm_k : a.norm_ik;
+}
+
+__device__ inline bool kv_ok(const KernelArgs& a, const Task& k) {
+  return k.kind == Kind::kK && !k.pad && k.slot >= 0 && k.slot < a.kv_slots;
+}
+
+__device__ inline Dest indexer_dest(const KernelArgs& a, void* base, int64_t offset, bool on, bool zero) {
+  return code_dest(base, offset, on, zero, a.index_fp8, a.index_kind, 1.0);
+}
+
+// Where the rotated row goes.
+__device__ inline Dest out_dest(const KernelArgs& a, const Task& k) {
+  switch (k.kind) {
+    case Kind::kIndexQ: return indexer_dest(a, a.index_q, (k.row * a.hi + k.head) * a.di, true, k.pad);
+    case Kind::kQ: return bf16_dest(a.q + (k.row * a.h + k.head) * a.d, true, k.pad);
+    case Kind::kK: return bf16_dest(a.k_out + (k.row * a.g + k.head) * a.d, true, k.pad);
+    default: {
+      const bool keep = k.slot >= 0 && k.slot < a.comp_rows;
+      return indexer_dest(a, a.compressed, keep ? k.slot * a.di : 0, keep, false);
+    }
+  }
+}
+
+// The K (V) row's copy in the KV cache: off for other tasks.
+__device__ inline Dest kv_dest(const KernelArgs& a, const Task& k, void* cache, double scale) {
+  const bool ok = kv_ok(a, k);
+  return code_dest(cache, ok ? (k.slot * a.g + k.head) * a.d : 0, ok, false, a.kv_fp8, a.kv_kind, scale);
+}
+
+// Where the extra row goes: the gate, or V to the cache.
+__device__ inline Dest extra_dest(const KernelArgs& a, const Task& k) {
+  if (k.kind == Kind::kQ) return bf16_dest(a.gate + (k.row * a.h + k.head) * a.d, true, k.pad);
+  return kv_dest(a, k, a.v_cache, a.v_scale);
+}
+
+// Task `task` of row t: a head, or the pooling slot. The pooling slot pools
+// the group row t completes when all its members are rows of this step,
+// rows first_row = t - (r - 1) .. t of one request (the top of the file).
+__device__ Task row_task(const KernelArgs& a, int64_t t, int task) {
   const int req = a.token_to_req[t];
-  const float* src = nullptr;    // the head row to norm
-  const float* extra = nullptr;  // the gate or V row the task copies
-  if (kind == Task::kIndexQ) {
-    src = a.index_qk + t * iq_stride + int64_t{task} * a.di;
-  } else if (kind == Task::kQ) {
-    src = a.qg + t * 2 * hd + int64_t{hh} * 2 * a.d;
-    extra = src + a.d;
-  } else if (kind == Task::kK) {
-    src = a.k + t * gd + int64_t{gg} * a.d;
-    extra = a.v + t * gd + int64_t{gg} * a.d;
-  }
-  const float* w = kind == Task::kIndexQ ? a.w_iq : kind == Task::kQ ? a.w_q : kind == Task::kK ? a.w_k : a.w_ik;
-  Lanes<N> x, wl, e;
-  if (src != nullptr) load_lanes(src, dim, x);
-  if (kind != Task::kNone) load_lanes(w, dim, wl);
-  if (extra != nullptr) load_lanes(extra, dim, e);
-  const int64_t kv_slot = kind == Task::kK ? a.main_slot[t] : -1;
-  const int64_t first_row = t - (a.ratio - 1);
-  const bool pool_rows = kind == Task::kPool && first_row >= 0;
-  int64_t cslot = -1;
-  int first_req = -1;
-  int64_t first3[3] = {0, 0, 0};
-  if (pool_rows) {
-    cslot = a.compressed_slot[t];
-    first_req = a.token_to_req[first_row];
-    for (int ax = 0; ax < 3; ++ax) first3[ax] = a.rope_pos[ax * T + first_row];
-  }
-
-  // ---- cos/sin tables, while the loads are in flight ----
-  // Threads [0, 2·kMaxPairs) fill the indexer table, the next as many the
-  // main one, where a task of the block uses it. Padding rows fill theirs
-  // from whatever positions they hold (any int64 gives finite angles); their
-  // outputs are zeros whatever the tables say.
-  const int first_task = part * kGroups;
-  const bool rope = tid < 2 * kMaxPairs ? first_task < a.hi : first_task < heads && first_task + kGroups > a.hi;
-  if (tid < 4 * kMaxPairs && rope) {
-    const int64_t pos3[3] = {a.rope_pos[t], a.rope_pos[T + t], a.rope_pos[2 * T + t]};
-    if (tid < 2 * kMaxPairs) {  // separate calls: a runtime choice of argument struct would copy it
-      fill_cos_sin(a.rope_i, pos3, tid, 2 * kMaxPairs, sh.row_cs[0][0], sh.row_cs[0][1]);
-    } else {
-      fill_cos_sin(a.rope_m, pos3, tid - 2 * kMaxPairs, 2 * kMaxPairs, sh.row_cs[1][0], sh.row_cs[1][1]);
-    }
-  }
-
-  // ---- pooled means, norms and copies ----
-  const bool real = req >= 0 && req < a.num_reqs;  // else a padding row: every output is zero
-  float* scratch = sh.scratch[gi];
-  if (pool_rows) {
-    row_pool_means(a, sh, first_row, x);
-    fill_cos_sin(a.rope_i, first3, lane, kGroup, sh.pool_cs[0], sh.pool_cs[1]);
-  }
-  if (src != nullptr || pool_rows) {
-    const NormArgs norm = kind == Task::kIndexQ ? a.norm_iq
-                          : kind == Task::kQ    ? a.norm_q
-                          : kind == Task::kK    ? a.norm_k
-                                                : a.norm_ik;  // a copy: 12 bytes
-    norm_lanes(dim, norm, wl, main_rope ? a.rope_m.rotary_dim : a.rope_i.rotary_dim, x, scratch);
-  }
-  const bool kv_ok = real && kv_slot >= 0 && kv_slot < a.kv_slots;
-  if (extra != nullptr) {
-#pragma unroll
-    for (int k = 0; k < N; ++k) {
-      const int i = lane + k * kGroup;
-      if (i >= dim) continue;
-      // The projections are bf16 values already: copies. (For a float f,
-      // bf16_bits_from_double(f) is float_to_bf16_bits(f): the round-to-odd
-      // step returns an exact value unchanged.)
-      if (kind == Task::kQ) a.gate[t * hd + int64_t{hh} * a.d + i] = real ? float_to_bf16_bits(e.v[k]) : 0;
-      if (kind == Task::kK && kv_ok) store_kv(a, a.v_cache, kv_slot * gd + int64_t{gg} * a.d + i, e.v[k], a.v_scale);
-    }
-  }
-  __syncthreads();  // row_cs, pool_cs and every group's scratch complete
-
-  // ---- RoPE and stores; zero is the all-zero code of bf16 and of every fp8 flavour ----
-  if (kind == Task::kIndexQ) {
-    const int64_t out = (t * a.hi + task) * a.di;
-    rope_store_lanes(dim, a.rope_i, sh.row_cs[0][0], sh.row_cs[0][1], scratch, x,
-                     [&](int i, double v) { store_indexer(a, a.index_q, out + i, real ? v : 0.0); });
-  } else if (kind == Task::kQ) {
-    uint16_t* out = a.q + t * hd + int64_t{hh} * a.d;
-    rope_store_lanes(dim, a.rope_m, sh.row_cs[1][0], sh.row_cs[1][1], scratch, x,
-                     [&](int i, double v) { out[i] = real ? bf16_bits_from_double(v) : 0; });
-  } else if (kind == Task::kK) {
-    const int64_t out = t * gd + int64_t{gg} * a.d, cache = kv_slot * gd + int64_t{gg} * a.d;
-    rope_store_lanes(dim, a.rope_m, sh.row_cs[1][0], sh.row_cs[1][1], scratch, x, [&](int i, double v) {
-      a.k_out[out + i] = real ? bf16_bits_from_double(v) : 0;
-      if (kv_ok) store_kv(a, a.k_cache, cache + i, v, a.k_scale);
-    });
-  } else if (pool_rows && real && first_req == req && cslot >= 0 && cslot < a.comp_rows) {
-    // Pooled here only when every member lies in this step (the top of the file).
-    rope_store_lanes(dim, a.rope_i, sh.pool_cs[0], sh.pool_cs[1], scratch, x,
-                     [&](int i, double v) { store_indexer(a, a.compressed, cslot * a.di + i, v); });
-  }
-}
-
-template <int N>
-__device__ void request_block(const KernelArgs& a, Shared& sh, int req) {
-  const int tid = static_cast<int>(threadIdx.x), n = kThreads;
-  const int64_t begin = a.starts[req], end = a.starts[req + 1];
-  const int r = a.ratio, C = a.ring_capacity;
-  const int64_t ring_base = int64_t{a.ring_blocks[req]} * C;
-  const int64_t iq_stride = int64_t{a.hi + 1} * a.di;
-  const int64_t ctx = a.pos[begin];
-  // The ring writes: the last C rows of the request (only they have a ring
-  // slot). Their first pass is loaded before the pooling; it reads index_qk
-  // and the metadata, never the ring.
-  const int64_t lo = end - begin > C ? end - C : begin;
-  const int64_t keys = (end - lo) * a.di, ropes = (end - lo) * 3;
-  auto key_at = [&](int64_t e, int64_t* slot) {
-    const int64_t row = lo + e / a.di;
-    *slot = a.ring_slot[row];
-    return a.index_qk[row * iq_stride + int64_t{a.hi} * a.di + e % a.di];
-  };
-  auto rope_at = [&](int64_t e, int64_t* slot) {
-    const int64_t row = lo + e / 3;
-    *slot = a.ring_slot[row];
-    return a.rope_pos[(e % 3) * a.num_tokens + row];
-  };
-  int64_t key_slot = -1, rope_slot = -1, rope_val = 0;
-  float key_val = 0.0f;
-  if (tid < keys) key_val = key_at(tid, &key_slot);
-  if (tid < ropes) rope_val = rope_at(tid, &rope_slot);
-
-  // The straddling group: started before the step, completed inside it.
-  // The whole block loads its members and its table; group 0 pools them.
-  // Everything is computed before cslot arrives (every read stays in bounds
-  // whatever it is) and stored only where it names a compressed row.
-  const int64_t first = ctx / r * r, last = first + r - 1;
-  if (first != ctx && last < ctx + (end - begin)) {  // uniform over the block
-    const int64_t cslot = a.compressed_slot[begin + (last - ctx)];
-    const int64_t slot0 = ring_base + first % C;  // member 0 is older than the step
-    const bool slot0_ok = slot0 >= 0 && slot0 < a.ring_slots;
-    Lanes<N> x, wl;
-    if (group_id() == 0) load_lanes(a.w_ik, a.di, wl);
-    if (tid < 2 * kMaxPairs) {
-      int64_t first3[3] = {0, 0, 0};
-      for (int ax = 0; ax < 3; ++ax) first3[ax] = slot0_ok ? a.ring_rope[slot0 * 3 + ax] : 0;
-      fill_cos_sin(a.rope_i, first3, tid, 2 * kMaxPairs, sh.pool_cs[0], sh.pool_cs[1]);
-    }
-    const int64_t f0 = first % C;
-    auto member = [&](int m) -> const float* {
-      if (first + m >= ctx) return a.index_qk + (begin + first + m - ctx) * iq_stride + int64_t{a.hi} * a.di;
-      // (first + m) mod C without a division: m < r <= C. Out-of-range
-      // slots (rejected by validate_prepare) read member 0's row rather
-      // than memory outside the ring.
-      const int64_t slot = ring_base + (f0 + m < C ? f0 + m : f0 + m - C);
-      return a.ring_keys + (slot >= 0 && slot < a.ring_slots ? slot : (slot0_ok ? slot0 : 0)) * a.di;
-    };
-    const int64_t total = int64_t{r} * a.di;
-    for (int64_t base = 0; base < total; base += kMaxDim) {
-      gather_members<kMaxDim / kThreads>(base, total, a.di, tid, kThreads, member, sh.pool_buf);
-      __syncthreads();
-      if (group_id() == 0) sum_members(base, kMaxDim, r, a.di, sh.pool_buf, sh.pool_sum);
-      __syncthreads();  // the sums' reads of pool_buf come before the next batch; publishes pool_cs
-    }
-    if (group_id() == 0) {
-      pooled_means(a.di, r, a.round_pool, sh.pool_sum, x);
-      norm_lanes(a.di, a.norm_ik, wl, a.rope_i.rotary_dim, x, sh.scratch[0]);
-      wave_barrier();  // the group's scratch complete
-      const bool keep = cslot >= 0 && cslot < a.comp_rows;
-      rope_store_lanes(a.di, a.rope_i, sh.pool_cs[0], sh.pool_cs[1], sh.scratch[0], x, [&](int i, double v) {
-        if (keep) store_indexer(a, a.compressed, cslot * a.di + i, v);
-      });
-    }
-  }
-  __syncthreads();  // every ring read of the pooling happens before the writes below
-
-  auto put_key = [&](int64_t slot, int64_t e, float v) {
-    if (slot >= 0 && slot < a.ring_slots) a.ring_keys[slot * a.di + e % a.di] = v;
-  };
-  auto put_rope = [&](int64_t slot, int64_t e, int64_t v) {
-    if (slot >= 0 && slot < a.ring_slots) a.ring_rope[slot * 3 + e % 3] = v;
-  };
-  if (tid < keys) put_key(key_slot, tid, key_val);
-  if (tid < ropes) put_rope(rope_slot, tid, rope_val);
-  for (int64_t e = tid + n; e < keys; e += n) {
-    int64_t slot = -1;
-    const float v = key_at(e, &slot);
-    put_key(slot, e, v);
-  }
-  for (int64_t e = tid + n; e < ropes; e += n) {
-    int64_t slot = -1;
-    const int64_t v = rope_at(e, &slot);
-    put_rope(slot, e, v);
-  }
-}
-
-// Registers are allocated for the worst path of a kernel; these bounds keep
-// three blocks resident per NVIDIA SM (80 registers) for the model's head
-// dims, at the cost of a few spilled words (on HIP: three waves per SIMD).
-template <int N>
-__global__ void __launch_bounds__(kThreads, N <= 8 ? 3 : 2) prepare_kernel(KernelArgs a) {
-  __shared__ Shared sh;
-  if (blockIdx.x < static_cast<unsigned>(a.num_reqs)) {
-    request_block<N>(a, sh, static_cast<int>(blockIdx.x));
+  Task k;
+  k.active = true;
+  k.row = t;
+  k.pad = req < 0 || req >= a.num_reqs;
+  int64_t rope_row = t;
+  if (task < a.hi) {
+    k.kind = Kind::kIndexQ;
+    k.head = task;
+  } else if (task < a.hi + a.h) {
+    k.kind = Kind::kQ;
+    k.head = task - a.hi;
+  } else if (task < a.hi + a.h + a.g) {
+    k.kind = Kind::kK;
+    k.head = task - a.hi - a.h;
+    k.slot = a.main_slot[t];
   } else {
-    const unsigned rb = blockIdx.x - static_cast<unsigned>(a.num_reqs);  // 32-bit: no int64 division
-    const unsigned parts = static_cast<unsigned>(a.row_parts);
-    row_block<N>(a, sh, static_cast<int64_t>(rb / parts), static_cast<int>(rb % parts));
+    const int64_t first_row = t - (a.ratio - 1);
+    k.kind = Kind::kPooled;
+    k.active = first_row >= 0;
+    if (k.active) {
+      k.slot = a.compressed_slot[t];
+      k.active = !k.pad && a.token_to_req[first_row] == req && k.slot >= 0 && k.slot < a.comp_rows;
+      k.members.row0 = first_row;
+      rope_row = first_row;  // the pooled row rotates at its first member's position
+    }
   }
+  for (int ax = 0; ax < 3; ++ax) k.pos3[ax] = a.rope_pos[ax * a.num_tokens + rope_row];
+  return k;
+}
+
+// The request's straddling group, started before the step and completed
+// inside it; inactive if there is none.
+__device__ Task request_task(const KernelArgs& a, int64_t begin, int64_t end, int64_t ring_base) {
+  const int r = a.ratio, C = a.ring_capacity;
+  const int64_t ctx = a.pos[begin];
+  const int64_t first = ctx / r * r, last = first + r - 1;
+  Task k;
+  k.active = first != ctx && last < ctx + (end - begin);
+  if (!k.active) return k;
+  k.slot = a.compressed_slot[begin + (last - ctx)];
+  const int f0 = static_cast<int>(first % C);
+  const int64_t slot0 = ring_base + f0;  // member 0 is older than the step
+  const bool slot0_ok = slot0 >= 0 && slot0 < a.ring_slots;
+  k.members.row0 = begin;
+  k.members.from_ring = static_cast<int>(ctx - first);
+  k.members.f0 = f0;
+  k.members.ring_base = ring_base;
+  k.members.fallback = slot0_ok ? slot0 : 0;
+  for (int ax = 0; ax < 3; ++ax) k.pos3[ax] = slot0_ok ? a.ring_rope[slot0 * 3 + ax] : 0;
+  return k;
+}
+
+// Loads, norm, RoPE and stores of one task (prepare_head.hpp), in the order
+// that keeps few registers live: all loads, then the cos/sin (while they
+// are in flight), the extra row's copy, the norm, the rotated stores.
+template <int T, int P, bool kFp8>
+__device__ void run_task(const KernelArgs& a, const Task& k) {
+  constexpr int N = Row<T, P>::kSlots;  // the extra row: elements 2·lane + 2·kGroup·c, + 1 in slots 2c, 2c + 1
+  const bool main = is_main(k.kind);
+  const RopeArgs& r = main ? a.rope_m : a.rope_i;
+  const int dim = main ? a.d : a.di;
+  const float* extra = extra_row(a, k);
+  float e[N];
+  Row<T, P> x, w;
+  if (k.kind == Kind::kPooled) {
+    pooled_row(dim, r, a.ratio, a.round_pool, [&](int m) { return member_row(a, k.members, m); }, x);
+    load_row(a.w_ik, dim, r, w);  // after the sums: not live next to them
+  } else {
+    // A task without an extra row loads its head row twice rather than
+    // branch around the loads (load_two says why); the copies are zeroed.
+    const float* src = head_row(a, k);
+    const float* e_src = extra != nullptr ? extra : src;
+#pragma unroll
+    for (int n = 0; n < N; n += 2) {
+      load_two(e_src, 2 * group_lane() + kGroup * n, dim, e[n], e[n + 1]);
+      if (extra == nullptr) e[n] = e[n + 1] = 0.0f;
+    }
+    load_row(src, dim, r, x);
+    load_row(norm_weights(a, k.kind), dim, r, w);
+  }
+  double c[P], s[P];
+  lane_cos_sin(r, k.pos3, c, s);
+  if (extra != nullptr) {
+    const Dest d = extra_dest(a, k);
+    auto one = [&](int i, float v) { put<kFp8>(d, i, v); };
+    auto two = [&](int i, float v0, float v1) { put2<kFp8>(d, i, v0, v1); };
+#pragma unroll
+    for (int n = 0; n < N; n += 2) {  // the projections are bf16 values already: copies
+      const int i = 2 * group_lane() + kGroup * n;
+      if (i < dim) store_two(i, dim, a.vec2, e[n], e[n + 1], one, two);
+    }
+  }
+  norm_row(dim, norm_of(a, k.kind), r, w, x);
+  const Dest out = out_dest(a, k), cache = kv_dest(a, k, a.k_cache, a.k_scale);
+  rope_store_row(
+      dim, r, a.vec2, c, s, x,
+      [&](int i, auto v) {
+        put<kFp8>(out, i, v);
+        put<kFp8>(cache, i, v);
+      },
+      [&](int i, float v0, float v1) {
+        put2<kFp8>(out, i, v0, v1);
+        put2<kFp8>(cache, i, v0, v1);
+      });
+}
+
+// The ring writes of a request: its last C rows' raw keys and (t, h, w)
+// positions, a row at a time (all loads of a row issued before its stores).
+template <int N>
+__device__ void write_ring(const KernelArgs& a, int64_t begin, int64_t end) {
+  const int lane = group_lane();
+  const int C = a.ring_capacity;
+  for (int64_t row = end - begin > C ? end - C : begin; row < end; ++row) {
+    const int64_t slot = a.ring_slot[row];
+    const float* key = raw_key(a, row);
+    float v[N];
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      const int i = lane + n * kGroup;
+      v[n] = i < a.di ? key[i] : 0.0f;
+    }
+    const int64_t rope = lane < 3 ? a.rope_pos[lane * a.num_tokens + row] : 0;
+    if (slot < 0 || slot >= a.ring_slots) continue;
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      const int i = lane + n * kGroup;
+      if (i < a.di) a.ring_keys[slot * a.di + i] = v[n];
+    }
+    if (lane < 3) a.ring_rope[slot * 3 + lane] = rope;
+  }
+}
+
+// Registers are allocated for the worst path of a kernel: the model's
+// bf16 kernel (6, 1, false) fits 64 per thread without spilling, so an
+// NVIDIA SM keeps 32 warps resident; the others get what they need.
+template <int T, int P, bool kFp8>
+constexpr int kMinBlocks = T > 6 ? 4 : P == 1 && !kFp8 ? 8 : 5;
+
+template <int T, int P, bool kFp8>
+__global__ void __launch_bounds__(kThreads, (kMinBlocks<T, P, kFp8>)) prepare_kernel(QSA_PREPARE_ARGS KernelArgs a) {
+  const unsigned task = blockIdx.x * kGroups + static_cast<unsigned>(group_id());
+  const unsigned reqs = static_cast<unsigned>(a.num_reqs);
+  int64_t begin = 0, end = 0;
+  Task k;
+  if (task < reqs) {
+    begin = a.starts[task];
+    end = a.starts[task + 1];
+    k = request_task(a, begin, end, int64_t{a.ring_blocks[task]} * a.ring_capacity);
+  } else {
+    const unsigned rt = task - reqs, per_row = static_cast<unsigned>(a.row_tasks);  // 32-bit: no int64 division
+    const int64_t t = rt / per_row;
+    if (t >= a.num_tokens) return;  // the last block's spare groups
+    k = row_task(a, t, static_cast<int>(rt % per_row));
+  }
+  if (k.active) run_task<T, P, kFp8>(a, k);
+  if (task >= reqs) return;
+  __threadfence_block();  // every ring read of the pooling happens before the writes below
+  wave_barrier();
+  write_ring<Row<T, P>::kSlots>(a, begin, end);
+}
+
+__global__ void encode_bf16_kernel(const float* f, const double* d, int64_t n, uint16_t* from_float,
+                                   uint16_t* from_double, uint32_t* pairs) {
+  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  from_float[i] = bf16_code(f[i]);
+  from_double[i] = bf16_code(d[i]);
+  pairs[i] = bf16_pair_code(f[i], f[i ^ 1]);
 }
 
 // ---- host side ---------------------------------------------------------------
@@ -386,17 +403,33 @@ void require(const void* ptr, const char* name) {
   if (ptr == nullptr) throw InputError(std::string("gpu prepare: device pointer ") + name + " is null");
 }
 
-// Blocks per row: every row has H_I + H + G head tasks and a pooling slot.
-int row_parts(const PrepareParams& p) {
-  return (p.indexer_heads + p.heads + p.kv_heads + 1 + kGroups - 1) / kGroups;
+// Every row has H_I + H + G head tasks and a pooling slot.
+int row_tasks(const PrepareParams& p) { return p.indexer_heads + p.heads + p.kv_heads + 1; }
+
+// Whether every bf16 output row starts 4-byte aligned for bf16 pair stores
+// (KernelArgs::vec2): even head dims and aligned base pointers (fp8 codes
+// are stored one by one; the fp32 inputs are read element by element).
+bool rows_aligned(const PrepareParams& p, const PrepareArgs& in) {
+  auto aligned = [](const void* ptr, uintptr_t n) { return reinterpret_cast<uintptr_t>(ptr) % n == 0; };
+  const bool idx_bf16 = p.compress.dtype != IndexerDtype::kFp8, kv_bf16 = p.kv.dtype != KvDtype::kFp8;
+  const void* rows[] = {in.q,
+                        in.k_out,
+                        in.gate,
+                        idx_bf16 ? in.index_q : nullptr,
+                        idx_bf16 ? in.compressed : nullptr,
+                        kv_bf16 ? in.k_cache : nullptr,
+                        kv_bf16 ? in.v_cache : nullptr};
+  for (const void* ptr : rows)
+    if (!aligned(ptr, 4)) return false;
+  return p.indexer_dim % 2 == 0 && p.head_dim % 2 == 0;
 }
 
 void check_launch(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& a) {
   if (l.num_tokens < 0 || l.num_reqs < 0 || l.num_ring_slots < 0 || l.num_compressed_rows < 0 || l.num_kv_slots < 0)
     throw InputError("gpu prepare: the launch layout has a negative size");
-  if (l.num_tokens > (0x7fffffff - int64_t{l.num_reqs}) / row_parts(p))
-    throw InputError("gpu prepare: " + std::to_string(l.num_tokens) + " rows of " + std::to_string(row_parts(p)) +
-                     " blocks and " + std::to_string(l.num_reqs) + " requests exceed one launch (2^31 - 1 blocks)");
+  if (l.num_tokens > (0x7fffffff - int64_t{l.num_reqs}) / row_tasks(p))
+    throw InputError("gpu prepare: " + std::to_string(l.num_tokens) + " rows of " + std::to_string(row_tasks(p)) +
+                     " tasks and " + std::to_string(l.num_reqs) + " requests exceed one launch (2^31 - 1 tasks)");
   if (l.num_reqs > l.num_tokens)
     throw InputError("gpu prepare: " + std::to_string(l.num_reqs) + " requests but only " +
                      std::to_string(l.num_tokens) + " rows");
@@ -409,6 +442,19 @@ void check_launch(const PrepareParams& p, const PrepareLayout& l, const PrepareA
       {a.v_cache, "v_cache"}, {a.index_q, "index_q"}, {a.q, "q"}, {a.k_out, "k_out"}, {a.gate, "gate"}};
   for (const auto& [ptr, name] : always) require(ptr, name);
   if (l.num_reqs > 0) require(a.ring_blocks, "ring_blocks");
+}
+
+// prepare_kernel<T, P, kFp8> with the fewest tail slots T that hold
+// `tail` values: 6 (the model's main heads: 256 values, 64 rotary) or 16
+// (the widest heads).
+template <int P, bool kFp8>
+void launch_kernel(int tail, const KernelArgs& a, unsigned blocks, hipStream_t stream) {
+  static_assert(16 * kGroup >= kMaxDim && 2 * kGroup >= kMaxPairs, "the widest kernel holds every head accepted");
+  if (tail <= 6 * kGroup) {
+    prepare_kernel<6, P, kFp8><<<blocks, kThreads, 0, stream>>>(a);
+  } else {
+    prepare_kernel<16, P, kFp8><<<blocks, kThreads, 0, stream>>>(a);
+  }
 }
 
 }  // namespace
@@ -426,7 +472,7 @@ void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const Prepar
   a.h = p.heads;
   a.g = p.kv_heads;
   a.d = p.head_dim;
-  a.row_parts = row_parts(p);
+  a.row_tasks = row_tasks(p);
   a.ratio = p.compress.ratio;
   a.ring_capacity = p.compress.ring_capacity;
   a.ring_slots = l.num_ring_slots;
@@ -439,6 +485,7 @@ void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const Prepar
   a.rope_i = rope_args(p.rope_index);
   a.rope_m = rope_args(p.rope_main);
   a.round_pool = p.compress.round_storage;
+  a.vec2 = rows_aligned(p, in);
   a.index_fp8 = p.compress.dtype == IndexerDtype::kFp8;
   a.index_kind = fp8_kind(p.compress.fp8_flavor);
   a.kv_fp8 = p.kv.dtype == KvDtype::kFp8;
@@ -471,17 +518,26 @@ void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const Prepar
   a.k_out = in.k_out;
   a.gate = in.gate;
 
-  const unsigned blocks = static_cast<unsigned>(l.num_tokens * a.row_parts + l.num_reqs);
-  // Slots per lane: the fewest that hold both head dims (prepare_head.hpp).
-  const int widest = p.indexer_dim > p.head_dim ? p.indexer_dim : p.head_dim;
-  if (widest <= 4 * kGroup) {
-    prepare_kernel<4><<<blocks, kThreads, 0, stream>>>(a);
-  } else if (widest <= 8 * kGroup) {
-    prepare_kernel<8><<<blocks, kThreads, 0, stream>>>(a);
+  const int64_t tasks = l.num_reqs + l.num_tokens * a.row_tasks;
+  const auto blocks = static_cast<unsigned>((tasks + kGroups - 1) / kGroups);
+  // Slots per lane: pair slots for the most frequency pairs, tail slots for
+  // the most dims past the rotary ones (prepare_head.hpp).
+  const int pairs = std::max(p.rope_index.rotary_dim, p.rope_main.rotary_dim) / 2;
+  const int tail = std::max(p.indexer_dim - p.rope_index.rotary_dim, p.head_dim - p.rope_main.rotary_dim);
+  const bool fp8 = a.index_fp8 || a.kv_fp8;
+  if (pairs <= kGroup) {
+    fp8 ? launch_kernel<1, true>(tail, a, blocks, stream) : launch_kernel<1, false>(tail, a, blocks, stream);
   } else {
-    static_assert(16 * kGroup >= kMaxDim, "the widest kernel holds every head dim check_prepare_params accepts");
-    prepare_kernel<16><<<blocks, kThreads, 0, stream>>>(a);
+    fp8 ? launch_kernel<2, true>(tail, a, blocks, stream) : launch_kernel<2, false>(tail, a, blocks, stream);
   }
+  QSA_GPU_CHECK_LAUNCH();
+}
+
+void encode_bf16_on_device(const float* f, const double* d, int64_t n, uint16_t* from_float, uint16_t* from_double,
+                           uint32_t* pairs, hipStream_t stream) {
+  if (n <= 0) return;
+  const auto blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
+  encode_bf16_kernel<<<blocks, kThreads, 0, stream>>>(f, d, n, from_float, from_double, pairs);
   QSA_GPU_CHECK_LAUNCH();
 }
 

@@ -74,4 +74,12 @@ struct PrepareArgs {
 // needs; InternalError on a GPU failure.
 void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& a, hipStream_t stream);
 
+// For tests: the kernel's bf16 encoders, which on NVIDIA use the hardware
+// conversion rather than the host codec, applied to n values on `stream`:
+// from_float[i] and from_double[i] are the bf16 bits of f[i] and d[i],
+// pairs[i] the bits of the pair (f[i] in the low half, f[i ^ 1] in the
+// high one). All pointers are device pointers of n elements; n is even.
+void encode_bf16_on_device(const float* f, const double* d, int64_t n, uint16_t* from_float, uint16_t* from_double,
+                           uint32_t* pairs, hipStream_t stream);
+
 }  // namespace qsa::gpu

@@ -1,7 +1,6 @@
 // Device-side building blocks of the prepare kernel (prepare.hip): the
-// kernel's arguments, RoPE cos/sin of one frequency pair, and the per-head
-// pieces "load, Gemma RMSNorm, RoPE, store" that one lane group runs on one
-// head row. Include only from .hip files.
+// kernel's arguments and the pieces "load, Gemma RMSNorm, RoPE, store" that
+// one lane group runs on one head row. Include only from .hip files.
 #pragma once
 
 #include <cstdint>
@@ -11,26 +10,31 @@
 #include "gpu/prepare/prepare_codes.hpp"
 #include "gpu/prepare/prepare_params.hpp"
 
+// The kernel reads its arguments in place, with indices known only at run
+// time (a lane's inverse frequency, the RoPE of a task). CUDA copies a by-value
+// argument to local memory for that unless it is __grid_constant__; HIP has
+// no such attribute (hipcc 5.2 copies them to scratch, as it did for the
+// previous kernel: AMD performance is not measured here).
+#if defined(QSA_GPU_CUDA)
+#define QSA_PREPARE_ARGS const __grid_constant__
+#else
+#define QSA_PREPARE_ARGS const
+#endif
+
 namespace qsa::gpu::prep {
 
 using prepare_detail::Fp8Kind;
 
-// A head task runs on a group of kGroup lanes: an aligned slice of one wave
-// (every supported wave is a whole number of kMinWaveSize lanes), so the
-// xor shuffles of group_sum (offsets < kGroup) never leave the group, and
-// lane l holds elements l, l + kGroup, ... of its head row on 32- and
-// 64-wide waves alike, in N registers ("slots"). The kernel is compiled for
-// N = 4, 8 and 16 and launched with the smallest N that holds the params'
-// head dims: registers are allocated for the worst path, and N = 16 for
-// every launch would cost the model's dims (N = 8) a third of the resident
-// blocks.
-constexpr int kThreads = 256;
+// A task (one head row) runs on a group of kGroup lanes: an aligned slice of
+// one wave (every supported wave is a whole number of kMinWaveSize lanes), so
+// the xor shuffles of group_sum (offsets < kGroup) never leave the group.
+// Groups are independent: a block is only a bundle of kGroups of them.
+constexpr int kThreads = 128;
 constexpr int kGroup = kMinWaveSize;
-constexpr int kGroups = kThreads / kGroup;  // head tasks per block
+constexpr int kGroups = kThreads / kGroup;
 constexpr int kMaxPairs = kPrepareMaxRopePairs;
 constexpr int kMaxDim = kPrepareMaxHeadDim;
-constexpr int kRotSlots = 2 * kMaxPairs / kGroup;  // the slots that can hold rotary dims
-static_assert(kMaxDim % kGroup == 0 && 2 * kMaxPairs % kGroup == 0 && kThreads % kGroup == 0, "whole slots");
+static_assert(kThreads % kGroup == 0 && kMaxPairs % kGroup == 0, "whole groups, whole pair slots");
 
 struct NormArgs {
   int dim;
@@ -39,7 +43,7 @@ struct NormArgs {
 };
 
 // inv_freq is computed on the host with the reference's formula (exactly
-// its bits) and read from the kernel arguments (inv_freq_of).
+// its bits).
 struct RopeArgs {
   int rotary_dim;
   int lim1, lim2;  // 3 * mrope_section[1], 3 * mrope_section[2]
@@ -55,12 +59,13 @@ struct KernelArgs {
   int64_t num_tokens;  // T
   int num_reqs;        // R
   int hi, di, h, g, d; // H_I, d_I, H, G, D
-  int row_parts;       // blocks per row: ceil((H_I + H + G + 1) / kGroups)
+  int row_tasks;       // H_I + H + G + 1: a row's heads and its pooling slot
   int ratio, ring_capacity;
   int64_t ring_slots, comp_rows, kv_slots;
   NormArgs norm_iq, norm_ik, norm_q, norm_k;
   RopeArgs rope_i, rope_m;
   bool round_pool;  // bf16 pooled means
+  bool vec2;        // every row start 4-byte aligned for bf16 pair stores: the launcher checks
   bool index_fp8;
   Fp8Kind index_kind;
   bool kv_fp8;
@@ -93,8 +98,8 @@ struct KernelArgs {
   uint16_t* gate;
 };
 
-__device__ inline int group_lane() { return static_cast<int>(threadIdx.x) % kGroup; }
-__device__ inline int group_id() { return static_cast<int>(threadIdx.x) / kGroup; }
+__device__ inline int group_lane() { return static_cast<int>(threadIdx.x % kGroup); }
+__device__ inline int group_id() { return static_cast<int>(threadIdx.x / kGroup); }
 
 // Butterfly sum over the lane group; with kGroup == warpSize (NVIDIA) the
 // order is wave_sum's.
@@ -103,192 +108,288 @@ __device__ inline float group_sum(float v) {
   return v;
 }
 
-// inv_freq[j] with compile-time indices only: a dynamic index into the
-// kernel arguments would make the compiler copy them to local memory.
-__device__ inline double inv_freq_of(const RopeArgs& r, int j) {
-  double v = 0.0;
-#pragma unroll
-  for (int k = 0; k < kMaxPairs; ++k)
-    if (k == j) v = r.inv_freq[k];
-  return v;
+// float -> bf16 bits exactly as float_to_bf16_bits (gpu/common/bf16.hpp);
+// on NVIDIA (sm_80+) by the hardware conversion, one instruction instead of
+// a dozen, with the codec's quiet NaN (sign | 0x7fc0) in place of the
+// hardware's canonical one.
+__device__ inline uint16_t bf16_code(float v) {
+#if defined(QSA_GPU_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(v));
+  return v != v ? static_cast<uint16_t>(((float_bits(v) >> 16) & 0x8000u) | 0x7fc0u) : b;
+#else
+  return float_to_bf16_bits(v);
+#endif
+}
+// fp64 -> bf16 bits with one rounding, as prepare_detail::bf16_bits_from_double
+// (round to odd to fp32, then to bf16).
+__device__ inline uint16_t bf16_code(double v) { return bf16_code(prepare_detail::float_round_odd(v)); }
+__device__ inline float bf16_round(float v) { return bf16_to_float(bf16_code(v)); }
+__device__ inline double bf16_round(double v) { return bf16_to_float(bf16_code(v)); }
+
+// bf16_code(lo) | bf16_code(hi) << 16, on NVIDIA by one paired conversion.
+__device__ inline uint32_t bf16_pair_code(float lo, float hi) {
+#if defined(QSA_GPU_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t b;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(b) : "f"(hi), "f"(lo));
+  if (lo == lo && hi == hi) return b;
+#endif
+  return bf16_code(lo) | static_cast<uint32_t>(bf16_code(hi)) << 16;
 }
 
-// cos (which = 0) or sin (which = 1) of frequency pair j at (t, h, w)
-// positions pos3, as the reference's rope_cos_sin: the angle in fp64 or as
-// torch forms it in fp32, cos/sin in fp64, then optionally rounded to fp32
-// and on to bf16 (a cos/sin cache). cos and sin of a pair are independent
-// values, so two threads may compute them.
-__device__ inline double pair_trig(const RopeArgs& r, int j, int which, const int64_t pos3[3]) {
+// a * b + c * d with both products rounded, as the reference's fp64 host
+// code computes it: an fma would skip one rounding.
+__device__ inline double sum_of_products(double a, double b, double c, double d) {
+#if defined(QSA_GPU_CUDA)
+  return __dadd_rn(__dmul_rn(a, b), __dmul_rn(c, d));  // never contracted
+#else
+#pragma clang fp contract(off)
+  return a * b + c * d;
+#endif
+}
+
+// ---- a head row in a lane group --------------------------------------------
+//
+// Lane l holds, of a head row of `dim` values with R rotary dims, P pair
+// slots and T tail slots:
+//  - frequency pairs j = l + kGroup·p (p < P, j < R/2), both members: slot p
+//    holds x[first(j)], slot P + p holds x[second(j)] (NeoX j and j + R/2,
+//    GPT-J 2j and 2j + 1), so the lane rotates its pairs alone, with the
+//    cos/sin it computes itself: no shared table, no barrier;
+//  - tail elements, which RoPE leaves unchanged, two adjacent ones per
+//    pair of slots: slots 2P + 2c and 2P + 2c + 1 hold x[i] and x[i + 1],
+//    i = R + 2l + 2·kGroup·c (c < T/2, i < dim), loaded as one float2 and
+//    stored as one bf16 pair where the launcher found every row aligned
+//    (KernelArgs::vec2), else element by element.
+// Every element of the row sits in exactly one slot of one lane; absent
+// slots hold 0 and are never stored. The kernel is compiled for the (T, P)
+// the launcher picks from the params: registers are allocated for the worst
+// path, so T = 16 for every launch would cost the model's dims (T = 6) half
+// of the resident warps.
+template <int T, int P>
+struct Row {
+  static_assert(T % 2 == 0, "tail slots come in adjacent pairs");
+  static constexpr int kSlots = 2 * P + T;
+  float v[kSlots];
+};
+
+// The element that slot s of this lane holds, or -1.
+template <int T, int P>
+__device__ inline int slot_element(const RopeArgs& r, int dim, int s) {
+  const int lane = group_lane(), half = r.rotary_dim / 2;
+  if (s < 2 * P) {
+    const int j = lane + kGroup * (s % P);
+    if (j >= half) return -1;
+    const bool first = s < P;
+    return r.neox ? (first ? j : j + half) : (first ? 2 * j : 2 * j + 1);
+  }
+  const int i = r.rotary_dim + 2 * lane + 2 * kGroup * ((s - 2 * P) / 2) + (s - 2 * P) % 2;
+  return i < dim ? i : -1;
+}
+
+// x[i], x[i + 1] (0 past dim). Both loads are unconditional, from indices
+// clamped into the row, and zeroed afterwards: for a load under a branch
+// (even a uniform one, such as a choice between one 8-byte load and two
+// 4-byte ones) the compiler waits where the branch joins, and ncu showed the
+// row's loads then running one after another, the kernel's top stall.
+__device__ inline void load_two(const float* src, int i, int dim, float& x0, float& x1) {
+  const float v0 = src[i < dim ? i : dim - 1];
+  const float v1 = src[i + 1 < dim ? i + 1 : dim - 1];
+  x0 = i < dim ? v0 : 0.0f;
+  x1 = i + 1 < dim ? v1 : 0.0f;
+}
+
+// The lane's slots of src[0, dim): every load is issued before any is used
+// (none under a branch: load_two), so a head row costs one memory latency,
+// not one per element.
+template <int T, int P>
+__device__ void load_row(const float* src, int dim, const RopeArgs& r, Row<T, P>& x) {
+#pragma unroll
+  for (int s = 0; s < 2 * P; ++s) {
+    const int i = slot_element<T, P>(r, dim, s);
+    const float v = src[i >= 0 ? i : 0];
+    x.v[s] = i >= 0 ? v : 0.0f;
+  }
+#pragma unroll
+  for (int s = 2 * P; s < Row<T, P>::kSlots; s += 2) {
+    const int i = r.rotary_dim + 2 * group_lane() + 2 * kGroup * ((s - 2 * P) / 2);
+    load_two(src, i, dim, x.v[s], x.v[s + 1]);
+  }
+}
+
+// The means of r member rows (member(m) points at row m), summed in fp64 in
+// member order as the reference pools, then bf16 with round_pool. One
+// member's loads are in flight at a time: few registers for a task that
+// only every r-th row of a prefill has.
+template <int T, int P, class Member>
+__device__ void pooled_row(int dim, const RopeArgs& rope, int r, bool round_pool, Member member, Row<T, P>& x) {
+  double sum[Row<T, P>::kSlots];
+#pragma unroll
+  for (int s = 0; s < Row<T, P>::kSlots; ++s) sum[s] = 0.0;
+#pragma unroll 1
+  for (int m = 0; m < r; ++m) {
+    Row<T, P> v;
+    load_row(member(m), dim, rope, v);
+#pragma unroll
+    for (int s = 0; s < Row<T, P>::kSlots; ++s) sum[s] += static_cast<double>(v.v[s]);
+  }
+#pragma unroll
+  for (int s = 0; s < Row<T, P>::kSlots; ++s) {
+    const double mean = sum[s] / r;
+    x.v[s] = static_cast<float>(round_pool ? bf16_round(mean) : mean);
+  }
+}
+
+// Gemma RMSNorm of the group's row x in place, weights w, in fp32 as engines
+// do: the sum of squares over the lane's slots, the butterfly, sqrtf,
+// x / rms * (1 + w), optional bf16. (Any summation order is inside the fp32
+// bound of tests/tolerances.hpp.)
+template <int T, int P>
+__device__ void norm_row(int dim, const NormArgs& n, const RopeArgs& r, const Row<T, P>& w, Row<T, P>& x) {
+  float sq = 0.0f;
+#pragma unroll
+  for (int s = 0; s < Row<T, P>::kSlots; ++s) sq += x.v[s] * x.v[s];  // absent slots add 0
+  const float rms = sqrtf(group_sum(sq) / static_cast<float>(dim) + n.eps);
+#pragma unroll
+  for (int s = 0; s < Row<T, P>::kSlots; ++s) {
+    if (slot_element<T, P>(r, dim, s) >= 0) x.v[s] = x.v[s] / rms * (1.0f + w.v[s]);  // skips absent slots
+  }
+  if (!n.round) return;
+#pragma unroll
+  for (int s = 0; s < Row<T, P>::kSlots; s += 2) {  // two at a time: one paired conversion
+    const uint32_t pair = bf16_pair_code(x.v[s], x.v[s + 1]);
+    x.v[s] = bits_float(pair << 16);
+    x.v[s + 1] = bits_float(pair & 0xffff0000u);
+  }
+}
+
+// cos and sin of frequency pair j at (t, h, w) positions pos3, as the
+// reference's rope_cos_sin: the angle in fp64 or as torch forms it in fp32,
+// cos/sin in fp64, then optionally rounded to fp32 and on to bf16 (a cos/sin
+// cache). sincos shares one argument reduction between the two; with nvcc
+// 13 its polynomials and their order are those of cos() and sin(), so the
+// values are the same bits.
+__device__ inline void pair_cos_sin(const RopeArgs& r, int j, const int64_t pos3[3], double& c, double& s) {
   const int axis = prepare_detail::mrope_axis_of(j, r.lim1, r.lim2);
   const int64_t position = axis == 0 ? pos3[0] : axis == 1 ? pos3[1] : pos3[2];  // no dynamic index: registers
-  const double inv_freq = inv_freq_of(r, j);
+  const double inv_freq = r.inv_freq[j];
   double angle;
   if (r.exact_angle) {
     angle = static_cast<double>(position) * inv_freq;
   } else {
     angle = static_cast<double>(static_cast<float>(position) * static_cast<float>(inv_freq));
   }
-  const double v = which == 0 ? cos(angle) : sin(angle);
-  if (r.cos_sin == 0) return v;
-  const float f = static_cast<float>(v);
-  return static_cast<double>(r.cos_sin == 2 ? round_bf16(f) : f);
+  sincos(angle, &s, &c);
+  if (r.cos_sin == 0) return;
+  const float cf = static_cast<float>(c), sf = static_cast<float>(s);
+  c = static_cast<double>(r.cos_sin == 2 ? bf16_round(cf) : cf);
+  s = static_cast<double>(r.cos_sin == 2 ? bf16_round(sf) : sf);
 }
 
-// Fills cos_t[0, half) and sin_t[0, half) at pos3 with a team of `team`
-// threads, this one of rank `rank`: one trig value per thread and pass.
-__device__ inline void fill_cos_sin(const RopeArgs& r, const int64_t pos3[3], int rank, int team, double* cos_t,
-                                    double* sin_t) {
-  const int half = r.rotary_dim / 2;
-  for (int e = rank; e < 2 * half; e += team) {
-    const int which = e < half ? 0 : 1;
-    const int j = e - which * half;
-    (which == 0 ? cos_t : sin_t)[j] = pair_trig(r, j, which, pos3);
+// The cos/sin of the lane's pairs (0 for absent ones).
+template <int P>
+__device__ void lane_cos_sin(const RopeArgs& r, const int64_t pos3[3], double (&c)[P], double (&s)[P]) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int j = group_lane() + kGroup * p;
+    c[p] = s[p] = 0.0;
+    if (j < r.rotary_dim / 2) pair_cos_sin(r, j, pos3, c[p], s[p]);
   }
 }
 
-// One rotated value: `rot` is -x[b] for the first member of a pair and +x[a]
-// for the second (rotate_half), in fp64 like the reference.
+// One rotated value: `rot` is -x[second] for the first member of a pair and
+// +x[first] for the second (rotate_half), in fp64 like the reference.
 __device__ inline double rotate_one(const RopeArgs& r, double x, double rot, double c, double s) {
-  using prepare_detail::round_bf16_double;
-  if (r.per_op) return round_bf16_double(round_bf16_double(x * c) + round_bf16_double(rot * s));
-  const double v = x * c + rot * s;
-  return r.round_output ? round_bf16_double(v) : v;
+  if (r.per_op) return bf16_round(bf16_round(x * c) + bf16_round(rot * s));
+  const double v = sum_of_products(x, c, rot, s);
+  return r.round_output ? bf16_round(v) : v;
 }
 
-// A lane's elements of one head row: element lane + k·kGroup in slot k.
-template <int N>
-struct Lanes {
-  float v[N];
+// Stores x[i] (i < dim) and x[i + 1] (if below dim): store2 at once with
+// vec2, else store each.
+template <class Store, class Store2>
+__device__ void store_two(int i, int dim, bool vec2, float x0, float x1, Store store, Store2 store2) {
+  if (vec2) {
+    store2(i, x0, x1);
+  } else {
+    store(i, x0);
+    if (i + 1 < dim) store(i + 1, x1);
+  }
+}
+
+// RoPE of the normed row y, then its stores: store(i, v) of each rotated
+// value in fp64 (rounded to bf16 where the knobs round), store2(i, v0, v1)
+// of each pair of adjacent tail values with vec2, else store(i, v) of each,
+// as the floats they are (exact, so a store rounds them as it would their
+// fp64 value, without the fp64 steps).
+template <int T, int P, class Store, class Store2>
+__device__ void rope_store_row(int dim, const RopeArgs& r, bool vec2, const double (&c)[P], const double (&s)[P],
+                               const Row<T, P>& y, Store store, Store2 store2) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int first = slot_element<T, P>(r, dim, p), second = slot_element<T, P>(r, dim, P + p);
+    if (first < 0) continue;
+    const double a = y.v[p], b = y.v[P + p];
+    store(first, rotate_one(r, a, -b, c[p], s[p]));
+    store(second, rotate_one(r, b, a, c[p], s[p]));
+  }
+#pragma unroll
+  for (int t = 2 * P; t < Row<T, P>::kSlots; t += 2) {
+    const int i = slot_element<T, P>(r, dim, t);
+    if (i >= 0) store_two(i, dim, vec2, y.v[t], y.v[t + 1], store, store2);
+  }
+}
+
+// ---- stores -------------------------------------------------------------------
+
+// Where a task's row goes: row element i to base[i], as bf16 bits
+// (uint16_t) or as fp8 codes (uint8_t) of v / scale (scale 1 for the
+// indexer dtype: v / 1 is v); zeros for padding rows (the all-zero code of
+// bf16 and of every fp8 flavour); nothing when off.
+struct Dest {
+  void* base = nullptr;
+  bool on = false;
+  bool zero = false;
+  bool fp8 = false;
+  Fp8Kind kind = Fp8Kind::kE4m3fn;
+  double scale = 1.0;
 };
 
-// Loads the lane's elements of src[0, dim): every load is issued before any
-// is used, so a head row costs one memory latency, not one per element.
-template <int N>
-__device__ void load_lanes(const float* src, int dim, Lanes<N>& out) {
-  const int lane = group_lane();
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int i = lane + k * kGroup;
-    out.v[k] = i < dim ? src[i] : 0.0f;
-  }
+__device__ inline Dest bf16_dest(uint16_t* base, bool on, bool zero) { return Dest{base, on, zero}; }
+
+__device__ inline Dest code_dest(void* base, int64_t offset, bool on, bool zero, bool fp8, Fp8Kind kind,
+                                 double scale) {
+  void* at = fp8 ? static_cast<void*>(static_cast<uint8_t*>(base) + offset)
+                 : static_cast<void*>(static_cast<uint16_t*>(base) + offset);
+  return Dest{at, on, zero, fp8, kind, scale};
 }
 
-// Gemma RMSNorm of x (the group's head row) in place, weights w, in fp32 as
-// engines do: the sum of squares over the lane's elements in slot order,
-// then the butterfly (on NVIDIA the order the one-wave-per-head kernel had),
-// sqrtf, x / rms * (1 + w), optional bf16. The rotary dims also go to
-// `scratch` (the group's own [2 · kMaxPairs] floats of shared memory), where
-// the partners of a pair meet after the next barrier.
-template <int N>
-__device__ void norm_lanes(int dim, const NormArgs& n, const Lanes<N>& w, int rotary_dim, Lanes<N>& x, float* scratch) {
-  const int lane = group_lane();
-  float sq = 0.0f;
-#pragma unroll
-  for (int k = 0; k < N; ++k)
-    if (lane + k * kGroup < dim) sq += x.v[k] * x.v[k];
-  const float rms = sqrtf(group_sum(sq) / static_cast<float>(dim) + n.eps);
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int i = lane + k * kGroup;
-    if (i >= dim) continue;
-    float y = x.v[k] / rms * (1.0f + w.v[k]);
-    if (n.round) y = round_bf16(y);
-    x.v[k] = y;
-    if (i < rotary_dim) scratch[i] = y;
-  }
-}
-
-// RoPE of the normed row y (scratch holds its rotary dims, visible to the
-// whole group), then store(i, v) of every element in fp64 (already rounded
-// to bf16 where the knobs round).
-template <int N, class Store>
-__device__ void rope_store_lanes(int dim, const RopeArgs& r, const double* cos_t, const double* sin_t,
-                                 const float* scratch, const Lanes<N>& y, Store store) {
-  const int lane = group_lane();
-  const int half = r.rotary_dim / 2;
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int i = lane + k * kGroup;
-    if (i >= dim) continue;
-    double v = y.v[k];  // exact: for slots from kRotSlots on, the compiler can fold the store's fp64 steps
-    if (k < kRotSlots && i < r.rotary_dim) {
-      const bool first = r.neox ? i < half : i % 2 == 0;
-      const int pair = r.neox ? (first ? i : i - half) : i / 2;
-      const int partner = r.neox ? (first ? i + half : i - half) : (first ? i + 1 : i - 1);
-      const double xp = scratch[partner];
-      v = rotate_one(r, v, first ? -xp : xp, cos_t[pair], sin_t[pair]);
-    }
-    store(i, v);
-  }
-}
-
-// Pooling of r member rows (member(m) gives row m) of `dim` values: the
-// sums run in fp64 and in member order, as the reference pools. The r · dim
-// member values, flattened in (member, element) order, travel through `buf`
-// (kMaxDim floats of shared memory) in batches of P · nthreads: every thread
-// of the team loads P of them, all issued before any is used, so a batch
-// costs one memory round trip whatever r and dim are.
-template <int P, class Member>
-__device__ void gather_members(int64_t base, int64_t total, int dim, int tid, int nthreads, Member member,
-                               float* buf) {
-  float v[P];
-  int64_t f = base + tid;
-  int m = static_cast<int>(f / dim), i = static_cast<int>(f - int64_t{m} * dim);
-#pragma unroll
-  for (int k = 0; k < P; ++k) {
-    v[k] = f < total ? member(m)[i] : 0.0f;
-    f += nthreads;
-    for (i += nthreads; i >= dim; i -= dim) ++m;
-  }
-#pragma unroll
-  for (int k = 0; k < P; ++k) buf[tid + k * nthreads] = v[k];
-}
-
-// Adds batch [base, base + batch) of the flattened members in `buf` to the
-// sums of the lane group's elements (sums[i], fp64 in shared memory: one
-// register live, not one per element; each lane touches only its own
-// elements), in member order.
-__device__ inline void sum_members(int64_t base, int batch, int r, int dim, const float* buf, double* sums) {
-  const int64_t m_end = (base + batch + dim - 1) / dim;
-  const int m_hi = m_end < r ? static_cast<int>(m_end) : r;
-  const int m_lo = static_cast<int>(base / dim);
-  for (int i = group_lane(); i < dim; i += kGroup) {
-    double s = base == 0 ? 0.0 : sums[i];  // a batch holds >= dim values: member 0 of every element is in batch 0
-    for (int m = m_lo; m < m_hi; ++m) {
-      const int64_t at = int64_t{m} * dim + i - base;
-      if (at >= 0 && at < batch) s += static_cast<double>(buf[at]);
-    }
-    sums[i] = s;
-  }
-}
-
-// The means of the sums (bf16 with round_pool), as the reference stores them.
-template <int N>
-__device__ void pooled_means(int dim, int r, bool round_pool, const double* sums, Lanes<N>& x) {
-  const int lane = group_lane();
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int i = lane + k * kGroup;
-    const double mean = i < dim ? sums[i] / r : 0.0;
-    x.v[k] = static_cast<float>(round_pool ? prepare_detail::round_bf16_double(mean) : mean);
-  }
-}
-
-// The indexer-dtype store (quantize_indexer): fp8 without scale, or bf16.
-__device__ inline void store_indexer(const KernelArgs& a, void* base, int64_t i, double v) {
-  if (a.index_fp8) {
-    static_cast<uint8_t*>(base)[i] = prepare_detail::fp8_encode_double(v, a.index_kind);
+// kFp8: whether the kernel was built with fp8 stores at all (the launcher
+// picks it from the params); bf16-only kernels carry no fp8 code, whose
+// registers would otherwise count for every path.
+template <bool kFp8, class V>
+__device__ void put(const Dest& d, int i, V v) {
+  if (!d.on) return;
+  if (kFp8 && d.fp8) {
+    double x = static_cast<double>(v);
+    if (d.scale != 1.0) x /= d.scale;  // the KV cache's fp8(x / scale); skipped where it changes nothing
+    static_cast<uint8_t*>(d.base)[i] = d.zero ? uint8_t{0} : prepare_detail::fp8_encode_double(x, d.kind);
   } else {
-    static_cast<uint16_t*>(base)[i] = prepare_detail::bf16_bits_from_double(v);
+    static_cast<uint16_t*>(d.base)[i] = d.zero ? uint16_t{0} : bf16_code(v);
   }
 }
 
-// The main KV cache store: bf16, or fp8 of x / scale.
-__device__ inline void store_kv(const KernelArgs& a, void* base, int64_t i, double v, double scale) {
-  if (a.kv_fp8) {
-    static_cast<uint8_t*>(base)[i] = prepare_detail::fp8_encode_double(v / scale, a.kv_kind);
+// Elements i and i + 1 (i even, both in the row): a bf16 pair is one
+// 4-byte store (vec2 alignment).
+template <bool kFp8>
+__device__ void put2(const Dest& d, int i, float v0, float v1) {
+  if (!d.on) return;
+  if (kFp8 && d.fp8) {
+    put<kFp8>(d, i, v0);
+    put<kFp8>(d, i + 1, v1);
   } else {
-    static_cast<uint16_t*>(base)[i] = prepare_detail::bf16_bits_from_double(v);
+    // Little-endian: element i in the low half.
+    *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(d.base) + i) = d.zero ? 0u : bf16_pair_code(v0, v1);
   }
 }
 

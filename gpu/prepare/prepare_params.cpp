@@ -61,7 +61,7 @@ void check_prepare_params(const PrepareParams& p) {
     fail(fmt::format("H_I = {}, d_I = {}, H = {}, G = {} and D = {} must all be positive", p.indexer_heads,
                      p.indexer_dim, p.heads, p.kv_heads, p.head_dim));
   if (p.indexer_dim > kPrepareMaxHeadDim || p.head_dim > kPrepareMaxHeadDim)
-    fail(fmt::format("head dims d_I = {} and D = {} must be at most {} (one head row lives in shared memory)",
+    fail(fmt::format("head dims d_I = {} and D = {} must be at most {} (a head row lives in a lane group's registers)",
                      p.indexer_dim, p.head_dim, kPrepareMaxHeadDim));
   check_norm(p.norm_index_q, p.indexer_dim, "norm_index_q");
   check_norm(p.norm_index_k, p.indexer_dim, "norm_index_k");

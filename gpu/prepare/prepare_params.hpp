@@ -11,8 +11,9 @@
 namespace qsa::gpu {
 
 // Limits of the kernel (check_prepare_params rejects anything beyond them):
-// one head row lives in a wave's shared scratch, and the inverse frequencies
-// travel in the kernel arguments.
+// one head row lives in the registers of a 32-lane group (at most 2 pair
+// and 16 tail slots per lane, gpu/prepare/prepare_head.hpp), and the inverse
+// frequencies travel in the kernel arguments.
 inline constexpr int kPrepareMaxHeadDim = 512;
 inline constexpr int kPrepareMaxRopePairs = 64;  // rotary_dim <= 128
 

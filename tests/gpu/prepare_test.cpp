@@ -21,9 +21,10 @@
 // Cases: tiny, qwen4-exp and the widest dims the kernel takes; r 1, 4, 8,
 // 64; engine, hf-eager, exact and custom angle / cos-sin knobs; bf16 and fp8
 // (e4m3fn, e4m3fnuz) indexer and KV; text and 3-row mRoPE positions (large t
-// positions); NeoX and GPT-J.
-// Also: the storage encoders against the reference codecs, validator and
-// launcher rejections.
+// positions); NeoX and GPT-J; paired and element-by-element memory access.
+// Also: the storage encoders against the reference codecs (on the host and,
+// for bf16, as the kernel runs them on the device), validator and launcher
+// rejections.
 #include "gpu/prepare/prepare.hpp"
 
 #include <gtest/gtest.h>
@@ -79,9 +80,16 @@ struct Case {
   // equal within a group): then every output must equal the reference's
   // rounded to the output dtype, bit for bit.
   bool exact_norm = false;
-  // tiny with the widest heads the kernel takes (D 512, d_I 136: not a whole
-  // number of 32-lane slots, pooled in two batches) and 64 RoPE pairs.
+  // tiny with the widest heads the kernel takes (D 512, d_I 136: tail slots
+  // partly filled) and 64 RoPE pairs (two pair slots per lane).
   bool wide = false;
+  // gate 2 bytes off a 4-byte boundary (and index_qk 4 bytes off an 8-byte
+  // one): the kernel stores element by element instead of in bf16 pairs
+  // (KernelArgs::vec2).
+  bool unaligned = false;
+  // qwen4-exp dims with 64 RoPE pairs: two pair slots with the model's tail
+  // slots (the kernel build prepare_kernel<6, 2, *>).
+  bool rot128 = false;
 };
 
 std::string knobs_name(Knobs k) {
@@ -100,7 +108,8 @@ std::string case_name(const Case& k) {
   return std::string(k.qwen ? "qwen" : "tiny") + "_r" + std::to_string(k.ratio) + "_" + knobs_name(k.knobs) + "_idx" +
          (k.idx == IndexerDtype::kFp8 ? f8 : "bf16") + "_kv" + (k.kv == KvDtype::kFp8 ? f8 : "bf16") +
          (k.mrope ? "_mrope" : "_text") + (k.style == RopeStyle::kGptj ? "_gptj" : "") +
-         (k.exact_norm ? "_exactnorm" : "") + (k.wide ? "_wide" : "");
+         (k.exact_norm ? "_exactnorm" : "") + (k.wide ? "_wide" : "") + (k.unaligned ? "_unaligned" : "") +
+         (k.rot128 ? "_rot128" : "");
 }
 void PrintTo(const Case& k, std::ostream* os) { *os << case_name(k); }
 
@@ -119,6 +128,8 @@ QsaConfig case_config(const Case& k) {
   if (k.wide) {
     c.head_dim = gpu::kPrepareMaxHeadDim;
     c.indexer_head_dim = 136;
+  }
+  if (k.wide || k.rot128) {
     c.rotary_dim = 2 * gpu::kPrepareMaxRopePairs;
     c.mrope_section = {22, 21, 21};
   }
@@ -559,13 +570,15 @@ void Session::run(const StepMetadata& m, int step_index) {
 
   // ---- GPU ----
   ASSERT_NO_THROW(gpu::validate_prepare(pp_, l, ring_tags_));
-  DeviceBuffer<float> d_idx(floats(idx)), d_qg(floats(qg)), d_k(floats(kp)), d_v(floats(vp));
+  std::vector<float> idx_host = floats(idx);
+  if (k_.unaligned) idx_host.insert(idx_host.begin(), 0.0f);  // then passed from its second element
+  DeviceBuffer<float> d_idx(idx_host), d_qg(floats(qg)), d_k(floats(kp)), d_v(floats(vp));
   DeviceBuffer<int32_t> d_t2r(l.token_to_req), d_starts(l.starts), d_ring_blocks(l.ring_blocks);
   DeviceBuffer<int64_t> d_pos(l.pos), d_rope(l.rope_pos.data), d_main(l.main_slot), d_ring_slot(l.ring_slot),
       d_comp_slot(l.compressed_slot);
   DeviceBuffer<uint8_t> d_index_q(static_cast<size_t>(T) * HI * dI * idx_bytes());
   DeviceBuffer<uint16_t> d_q(static_cast<size_t>(T) * H * D), d_kout(static_cast<size_t>(T) * G * D),
-      d_gate(static_cast<size_t>(T) * H * D);
+      d_gate(static_cast<size_t>(T) * H * D + (k_.unaligned ? 1 : 0));  // then passed from its second element
   for (auto* b : {&d_q, &d_kout, &d_gate}) b->poison(gpu::kPoisonBf16Pair);
   d_index_q.poison(gpu::kPoisonBf16Pair);
   const std::vector<uint8_t> k_before = d_k_cache_.download(), v_before = d_v_cache_.download(),
@@ -574,7 +587,7 @@ void Session::run(const StepMetadata& m, int step_index) {
   const std::vector<int64_t> rope_before = d_ring_rope_.download();
 
   gpu::PrepareArgs a;
-  a.index_qk = d_idx.get();
+  a.index_qk = d_idx.get() + (k_.unaligned ? 1 : 0);
   a.qg = d_qg.get();
   a.k = d_k.get();
   a.v = d_v.get();
@@ -598,13 +611,15 @@ void Session::run(const StepMetadata& m, int step_index) {
   a.index_q = d_index_q.get();
   a.q = d_q.get();
   a.k_out = d_kout.get();
-  a.gate = d_gate.get();
+  a.gate = d_gate.get() + (k_.unaligned ? 1 : 0);
   const gpu::PrepareLayout pl{T, l.num_reqs, static_cast<int64_t>(ring_tags_.size()), comp_.num_rows(),
                               kv_.num_slots()};
   gpu::launch_prepare(pp_, pl, a, hipStream_t{});
   QSA_GPU_CHECK(hipDeviceSynchronize());
   const std::vector<uint8_t> g_iq = d_index_q.download();
-  const std::vector<uint16_t> g_q = d_q.download(), g_k = d_kout.download(), g_gate = d_gate.download();
+  const std::vector<uint16_t> g_q = d_q.download(), g_k = d_kout.download();
+  std::vector<uint16_t> g_gate = d_gate.download();
+  if (k_.unaligned) g_gate.erase(g_gate.begin());
   const std::vector<uint8_t> k_after = d_k_cache_.download(), v_after = d_v_cache_.download(),
                              comp_after = d_comp_.download();
   const std::vector<float> ring_after = d_ring_keys_.download();
@@ -786,10 +801,17 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{false, 8, Knobs::kBf16InvFreq, kIB, kKB, kFn, true, kNeox, true},
                     Case{true, 4, Knobs::kHfEager, kIB, kKB, kFn, true, kNeox, true},
                     Case{true, 4, Knobs::kExactAngles, kI8, kK8, kFn, true, kNeox, true},
-                    // The kernel's widest build (16 slots per lane).
+                    // The kernel's widest build (16 tail slots per lane).
                     Case{false, 4, Knobs::kEngine, kIB, kKB, kFn, true, kNeox, false, true},
                     Case{false, 8, Knobs::kHfEager, kI8, kK8, kFnuz, true, kGptj, false, true},
-                    Case{false, 4, Knobs::kExact, kIB, kK8, kFn, true, kNeox, true, true}),
+                    Case{false, 4, Knobs::kExact, kIB, kK8, kFn, true, kNeox, true, true},
+                    // Element-by-element loads and stores.
+                    Case{false, 4, Knobs::kEngine, kIB, kKB, kFn, true, kNeox, false, false, true},
+                    Case{true, 4, Knobs::kHfEager, kI8, kK8, kFn, true, kNeox, false, false, true},
+                    Case{false, 8, Knobs::kExact, kIB, kK8, kFnuz, true, kGptj, true, false, true},
+                    // Two pair slots at the model's head dims.
+                    Case{true, 4, Knobs::kEngine, kIB, kKB, kFn, true, kNeox, false, false, false, true},
+                    Case{true, 4, Knobs::kHfEager, kI8, kK8, kFnuz, true, kGptj, true, false, false, true}),
     param_name);
 
 // ---- storage encoders (host code shared with the kernel) ------------------------
@@ -845,6 +867,50 @@ TEST(GpuPrepareCodes, EncodersMatchTheReferenceCodecs) {
   for (const std::array<int, 3>& s : {std::array<int, 3>{11, 11, 10}, std::array<int, 3>{3, 3, 2},
                                       std::array<int, 3>{0, 0, 0}, std::array<int, 3>{2, 4, 2}})
     for (int j = 0; j < 64; ++j) EXPECT_EQ(mrope_axis_of(j, 3 * s[1], 3 * s[2]), mrope_axis(s, j)) << "pair " << j;
+}
+
+// The kernel's bf16 encoders as they run on the device (on NVIDIA the
+// hardware conversion, with the codec's NaN) against the host codecs, on
+// the same inputs plus NaNs with payloads, infinities and fp32 subnormals.
+TEST(GpuPrepareCodes, DeviceEncodersMatchTheHostCodecs) {
+  std::vector<double> d = codec_inputs();
+  // (A negative fp64 NaN is left out: the device's fp64 -> fp32 conversion
+  // returns the canonical NaN, whatever the sign, as every fp64 operation
+  // of the kernel and of the step driver's other kernels does.)
+  for (uint64_t bits : {0x7ff8000000000001ULL, 0x7ff0000000000000ULL, 0xfff0000000000000ULL}) {
+    double x = 0.0;
+    std::memcpy(&x, &bits, sizeof x);
+    d.push_back(x);
+  }
+  std::vector<float> f(d.size());
+  for (size_t i = 0; i < d.size(); ++i) f[i] = static_cast<float>(d[i]);
+  for (uint32_t bits : {0x7fa00001u, 0xffc12345u, 0x00000001u, 0x807fffffu}) f.push_back(gpu::bits_float(bits));
+  d.resize(f.size(), -0.0);
+  if (f.size() % 2 != 0) {
+    f.push_back(1.0f);
+    d.push_back(1.0);
+  }
+  const auto n = static_cast<int64_t>(f.size());
+  const DeviceBuffer<float> d_f(f);
+  const DeviceBuffer<double> d_d(d);
+  DeviceBuffer<uint16_t> from_float(f.size()), from_double(f.size());
+  DeviceBuffer<uint32_t> pairs(f.size());
+  for (auto* b : {&from_float, &from_double}) b->poison(gpu::kPoisonBf16Pair);
+  pairs.poison(gpu::kPoisonBf16Pair);
+  gpu::encode_bf16_on_device(d_f.get(), d_d.get(), n, from_float.get(), from_double.get(), pairs.get(),
+                             hipStream_t{});
+  QSA_GPU_CHECK(hipDeviceSynchronize());
+  const std::vector<uint16_t> got_f = from_float.download(), got_d = from_double.download();
+  const std::vector<uint32_t> got_pair = pairs.download();
+  int failures = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    const uint16_t want_f = gpu::float_to_bf16_bits(f[i]), want_d = bf16_bits(d[i]);
+    const uint32_t want_pair = want_f | static_cast<uint32_t>(gpu::float_to_bf16_bits(f[i ^ 1])) << 16;
+    if ((got_f[i] != want_f || got_d[i] != want_d || got_pair[i] != want_pair) && failures++ < 10)
+      ADD_FAILURE() << "input " << i << " (float bits " << gpu::float_bits(f[i]) << ", double " << d[i]
+                    << "): device " << got_f[i] << " / " << got_d[i] << " / " << got_pair[i] << ", host " << want_f
+                    << " / " << want_d << " / " << want_pair;
+  }
 }
 
 // ---- validator and launcher rejections ------------------------------------------
