@@ -86,8 +86,12 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
   const size_t slot_bytes = static_cast<size_t>(G) * static_cast<size_t>(D) * e_kv;
   const double page_bytes = 2.0 * static_cast<double>(c.page_size) * static_cast<double>(slot_bytes) +
                             static_cast<double>(rpp) * static_cast<double>(dI) * static_cast<double>(e_ix);
-  const int64_t max_pool_pages = static_cast<int64_t>(kPoolBytes / page_bytes);
   const int64_t ppr = pages_per_request(c, shape);
+  // A step writes every request's newest page, so one input set needs all
+  // its pages distinct (prepare's validator rejects two tokens on one slot):
+  // the pool is at least one set (69 GB at 256 rows x 128K, within an
+  // H200), and beyond that the usual cap, as prepare_bench does.
+  const int64_t max_pool_pages = std::max<int64_t>(R * ppr, static_cast<int64_t>(kPoolBytes / page_bytes));
 
   // As attention_bench: the first set's ids give the KV term, the cost sizes the rotation.
   const PagePool first_pool = make_page_pool(R * ppr, max_pool_pages, false, env.seed);
