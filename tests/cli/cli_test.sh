@@ -177,6 +177,8 @@ PY
     if "$python" -c 'import matplotlib' 2>/dev/null; then
       expect 0 'wrote' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
       expect 2 'exists' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
+      expect 0 'wrote' "$python" "$src/scripts/plot_attention_versions.py" --out "$work/versions.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_attention_versions.py" --out "$work/versions.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Plots issue 7's attention decode versions (docs/performance.md) from the
+benchmark JSON kept under docs/bench/: the share of the copy bandwidth each
+version reached at 64 and 256 rows (context 32K, bf16 KV), with vLLM's
+Triton kernel and the issue's targets as lines.
+
+Usage: scripts/plot_attention_versions.py [--out FILE.png] [--force]
+  (default FILE: docs/figures/issue7-attention-versions.png; an existing
+  FILE is replaced only with --force)
+Each version's number is the pct_copy_bw counter of its run (the copy
+bandwidth measured in that same run); a missing file or benchmark, or an
+existing output without --force, is an error naming it (exit 2).
+"""
+import argparse
+import json
+import os
+import sys
+
+BENCH = os.path.join(os.path.dirname(__file__), "..", "docs", "bench")
+VERSIONS = [  # (label, JSON file under docs/bench)
+    ("v0", "h200-2026-11-30-f93bdd0.json"),
+    ("v1", "issue7-versions/h200-2026-11-30-attention-v1-block-phases.json"),
+    ("v2", "issue7-versions/h200-2026-11-30-attention-v2-chunked-slots.json"),
+    ("v3", "issue7-versions/h200-2026-11-30-attention-v3-per-warp.json"),
+    ("v4", "issue7-versions/h200-2026-11-30-attention-v4-lean-addressing.json"),
+    ("v5", "issue7-versions/h200-2026-11-30-attention-v5-l2-prefetch.json"),
+    ("v6", "h200-2026-11-30-issue7.json"),
+    ("v7", "issue7-versions/h200-2026-11-30-attention-v7-8warps-8ids.json"),
+    ("v8", "issue7-versions/h200-2026-11-30-attention-v8-row-per-lane-copies.json"),
+    ("v9", "h200-2026-11-30-issue7-db3eb09.json"),
+]
+ROWS = {64: ("vLLM Triton 68%", 68.0, "target 80%", 80.0), 256: ("vLLM Triton 80%", 80.0, "target 85%", 85.0)}
+
+
+def pct_copy(path, rows):
+    with open(path) as f:
+        benchmarks = json.load(f)["benchmarks"]
+    prefix = f"attention/decode/b{rows}/ctx32768/bf16/"
+    for b in benchmarks:
+        if b["name"].startswith(prefix):
+            return float(b["pct_copy_bw"])
+    raise KeyError(f"{path} has no {prefix} benchmark")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(BENCH, "..", "figures", "issue7-attention-versions.png"))
+    ap.add_argument("--force", action="store_true", help="replace an existing output file")
+    args = ap.parse_args()
+    if os.path.exists(args.out) and not args.force:
+        print(f"plot_attention_versions: {args.out} exists (pass --force to replace it)", file=sys.stderr)
+        return 2
+    try:
+        data = {rows: [pct_copy(os.path.join(BENCH, f), rows) for _, f in VERSIONS] for rows in ROWS}
+    except (OSError, KeyError, ValueError) as e:
+        print(f"plot_attention_versions: {e}", file=sys.stderr)
+        return 2
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    labels = [v for v, _ in VERSIONS]
+    for ax, rows in zip(axes, ROWS):
+        vllm_label, vllm, target_label, target = ROWS[rows]
+        ax.bar(labels, data[rows], color="#4c72b0")
+        ax.axhline(vllm, color="#dd8452", linestyle="--", label=vllm_label)
+        ax.axhline(target, color="#55a868", linestyle=":", label=target_label)
+        ax.set_title(f"{rows} rows, context 32K, bf16 KV")
+        ax.set_xlabel("version (docs/performance.md)")
+        ax.legend(loc="upper left", fontsize=8)
+    axes[0].set_ylabel("% of copy bandwidth (same run)")
+    axes[0].set_ylim(0, 100)
+    fig.suptitle("Sparse attention decode on an H200: issue 7's versions")
+    fig.tight_layout()
+    tmp = args.out + ".tmp.png"
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, args.out)  # atomic: a reader never sees half a figure
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
