@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, in
     __syncthreads();  // the previous chunk's weights are read
     if (tid < cn) {
       const float ms = ml[(c0 + tid) * 2];
-      w_s[tid] = m == -INFINITY ? 0.0f : expf(ms - m);
+      w_s[tid] = expf(ms - m);  // m is finite here; an empty split (ms = -inf) weighs 0
       l_s[tid] = ml[(c0 + tid) * 2 + 1];
     }
     __syncthreads();

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <climits>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "gpu/attention/sparse_attention_mma.hpp"
 #include "gpu/common/dependent_launch.hpp"
+#include "gpu/common/device_limits.hpp"
 #include "gpu/common/mma_sm80.hpp"
 #include "gpu/common/wave.hpp"
 
@@ -460,41 +460,25 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   }
 }
 
-// Per kernel instantiation: raises its dynamic shared-memory limit once and
-// reports how many blocks fit on one multiprocessor.
+// Blocks of one instantiation that fit on a multiprocessor of the current
+// device; opts the kernel in to its shared memory there first (once per
+// device, device_limits.hpp).
 template <int D, class KvT>
-int prepare_kernel_once() {
-  static std::once_flag once;
-  static int blocks_per_sm = 1;
-  std::call_once(once, [] {
-    QSA_GPU_CHECK(cudaFuncSetAttribute(mma_decode_kernel<D, KvT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       Smem<D, KvT>::kBytes));
-    QSA_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, mma_decode_kernel<D, KvT>, kBlock,
-                                                                Smem<D, KvT>::kBytes));
-    if (blocks_per_sm < 1) blocks_per_sm = 1;
-  });
-  return blocks_per_sm;
+int prepare_kernel() {
+  return resident_blocks(reinterpret_cast<const void*>(mma_decode_kernel<D, KvT>), kBlock, Smem<D, KvT>::kBytes);
 }
 
 int blocks_per_sm_for(int head_dim, bool fp8) {
   switch (head_dim) {
-    case 64: return fp8 ? prepare_kernel_once<64, uint8_t>() : prepare_kernel_once<64, uint16_t>();
-    case 128: return fp8 ? prepare_kernel_once<128, uint8_t>() : prepare_kernel_once<128, uint16_t>();
-    default: return fp8 ? prepare_kernel_once<256, uint8_t>() : prepare_kernel_once<256, uint16_t>();
+    case 64: return fp8 ? prepare_kernel<64, uint8_t>() : prepare_kernel<64, uint16_t>();
+    case 128: return fp8 ? prepare_kernel<128, uint8_t>() : prepare_kernel<128, uint16_t>();
+    default: return fp8 ? prepare_kernel<256, uint8_t>() : prepare_kernel<256, uint16_t>();
   }
-}
-
-int multiprocessors() {
-  int device = 0;
-  QSA_GPU_CHECK(cudaGetDevice(&device));
-  int sms = 0;
-  QSA_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms > 0 ? sms : 1;
 }
 
 template <int D, class KvT>
 void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
-  prepare_kernel_once<D, KvT>();
+  prepare_kernel<D, KvT>();
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.splits));
   mma_decode_kernel<D, KvT><<<grid, kBlock, Smem<D, KvT>::kBytes, stream>>>(a);
   QSA_GPU_CHECK_LAUNCH();
@@ -519,7 +503,7 @@ bool mma_decode_supported(const KernelArgs& a, int head_dim, int group) {
 int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, bool fp8) {
   if (pairs <= 0 || cols <= 0) return 1;
   // One wave of blocks: more splits only add merge traffic and tail blocks.
-  const int64_t slots = static_cast<int64_t>(multiprocessors()) * blocks_per_sm_for(head_dim, fp8);
+  const int64_t slots = static_cast<int64_t>(device_limits().multiprocessors) * blocks_per_sm_for(head_dim, fp8);
   int64_t want = (slots + pairs / 2) / pairs;  // rounded: 2.06 waves of one-split blocks -> 2 splits
   const int64_t by_tiles = (cols + kWarps * kMmaTile - 1) / (kWarps * kMmaTile);  // a step for every warp
   if (want > by_tiles) want = by_tiles;

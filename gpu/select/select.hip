@@ -9,10 +9,8 @@
 #include "gpu/select/select.hpp"
 
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <tuple>
 
+#include "gpu/common/device_limits.hpp"
 #include "gpu/select/select_args.hpp"
 #include "gpu/select/select_codes.hpp"
 #include "gpu/select/select_decode_scores.hpp"
@@ -205,70 +203,13 @@ __global__ void __launch_bounds__(kTopKThreads) select_topk_kernel(SelectArgs a)
 
 // ---- launch --------------------------------------------------------------
 
-// What the staged scorer's launch depends on, per device (queried once).
-struct DeviceLimits {
-  int device = 0;
-  int wave = 32;
-  int multiprocessors = 1;
-  size_t max_shared = 48 * 1024;  // dynamic shared memory one block may use (after opting in on NVIDIA)
-};
-
-inline constexpr int kMaxDevices = 64;
-
-DeviceLimits query_device_limits(int device) {
-  int wave = 0;
-  int sms = 0;
-  int shared = 0;
-#if defined(QSA_GPU_CUDA)
-  QSA_GPU_CHECK(cudaDeviceGetAttribute(&wave, cudaDevAttrWarpSize, device));
-  QSA_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  QSA_GPU_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-#else
-  QSA_GPU_CHECK(hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, device));
-  QSA_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device));
-  QSA_GPU_CHECK(hipDeviceGetAttribute(&shared, hipDeviceAttributeMaxSharedMemoryPerBlock, device));
-#endif
-  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared)};
-}
-
-const DeviceLimits& device_limits() {
-  static std::once_flag once[kMaxDevices];
-  static DeviceLimits limits[kMaxDevices];
-  int device = 0;
-  QSA_GPU_CHECK(hipGetDevice(&device));
-  if (device < 0 || device >= kMaxDevices) throw ConfigError("launch_select: device ordinal beyond 64");
-  std::call_once(once[device], [device] { limits[device] = query_device_limits(device); });
-  return limits[device];
-}
-
 // Blocks of the staged kernel one multiprocessor holds with `threads`
-// threads and `bytes` of dynamic shared memory. Cached per device and shape
-// (launches repeat shapes; the query is not free). On NVIDIA a block must
-// opt in to more than 48 KiB, once per kernel and device, and the kernel
-// asks for the largest shared-memory carveout (its key copies bypass the
-// L1, which holds little else for it); AMD grants a block its whole LDS.
+// threads and `bytes` of dynamic shared memory (device_limits.hpp: cached
+// per device and shape; on NVIDIA the kernel opts in to more than 48 KiB
+// and asks for the largest carveout, its key copies bypassing the L1).
 template <CodeKind kKind, class Code>
-int staged_blocks_per_sm(int threads, size_t bytes, const DeviceLimits& d) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, int, size_t>, int> cache;  // (device, threads, bytes) -> blocks
-  const auto kernel = select_staged_score_kernel<kKind, Code>;
-  const auto key = std::make_tuple(d.device, threads, bytes);
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto hit = cache.find(key);
-  if (hit != cache.end()) return hit->second;
-  int blocks = 0;
-#if defined(QSA_GPU_CUDA)
-  QSA_GPU_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d.max_shared)));
-  QSA_GPU_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  QSA_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, bytes));
-#else
-  QSA_GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, bytes));
-#endif
-  blocks = blocks > 0 ? blocks : 1;
-  cache.emplace(key, blocks);
-  return blocks;
+int staged_blocks_per_sm(int threads, size_t bytes) {
+  return resident_blocks(reinterpret_cast<const void*>(select_staged_score_kernel<kKind, Code>), threads, bytes);
 }
 
 // A staged scoring launch: grid (rows, per_row) of blocks of `waves` waves.
@@ -298,7 +239,7 @@ StagedShape staged_shape(const SelectLayout& l, const SelectArgs& a, const Devic
     const size_t bytes = staged_shared_bytes(table_floats, a.heads * a.dim, vectors, d.wave, waves);
     if (bytes > d.max_shared) continue;
     const int threads = waves * d.wave;
-    const int64_t slots = int64_t{d.multiprocessors} * staged_blocks_per_sm<kKind, Code>(threads, bytes, d);
+    const int64_t slots = int64_t{d.multiprocessors} * staged_blocks_per_sm<kKind, Code>(threads, bytes);
     int64_t rounds = (int64_t{l.max_visible} + threads - 1) / threads;
     rounds = rounds < 65535 ? rounds : 65535;  // gridDim.y; the kernel strides over it
     int64_t per_row = slots / l.rows;
