@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "gpu/common/dependent_launch.hpp"
 #include "gpu/common/device_limits.hpp"
 #include "gpu/select/select_args.hpp"
 #include "gpu/select/select_codes.hpp"
@@ -141,6 +142,7 @@ template <CodeKind kKind, bool kVector, class Code>
 __global__ void __launch_bounds__(kDecodeScoreThreads, 2)
     select_decode_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
   extern __shared__ float4 decode_shared[];  // [fp8 table] then [H_I * d_I] query floats, dynamic
+  allow_dependent_launch();                   // the top-k's blocks may get ready (launch_decode)
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
   const int64_t b0 = int64_t{blockIdx.y} * kSelectDecodeChunk;
@@ -159,6 +161,7 @@ template <CodeKind kKind, class Code>
 __global__ void __launch_bounds__(kStagedMaxWaves * kWidestWave)
     select_staged_score_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
   extern __shared__ float4 staged_shared[];  // [fp8 table], [H_I * d_I] query floats, the waves' rings; dynamic
+  allow_dependent_launch();                   // the top-k's blocks may get ready (launch_decode)
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
   const int64_t first = int64_t{blockIdx.y} * blockDim.x;
@@ -192,6 +195,7 @@ __global__ void __launch_bounds__(kPrefillScoreThreads)
 // row over the scratch the scoring kernel wrote earlier on the same stream.
 __global__ void __launch_bounds__(kTopKThreads) select_topk_kernel(SelectArgs a) {
   __shared__ TopKShared sh;
+  wait_for_primary();  // the decode path launches it as a dependent of the scoring kernel
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
   if (visible == 0) {
@@ -302,8 +306,7 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
     if (staged) launch_staged<kKind>(l, s, d, index_q, compressed_keys, args, stream);
   }
   if (!staged) launch_direct<kKind, kVector>(l, index_q, compressed_keys, args, stream);
-  select_topk_kernel<<<rows, kTopKThreads, 0, stream>>>(args);
-  QSA_GPU_CHECK_LAUNCH();
+  launch_dependent(select_topk_kernel, dim3(rows), dim3(kTopKThreads), stream, args);
 }
 
 template <CodeKind kKind, class Code>
