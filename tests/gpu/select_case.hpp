@@ -38,8 +38,12 @@ namespace qsa::select_test {
 
 inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// How compressed keys are filled.
-enum class Keys { kRandom, kTies, kNan };
+// How compressed keys are filled. kSampleHigh / kSampleLow: random, but the
+// blocks a strided sample of 1024 keys would read (every (V / 1024)-th of
+// request 0) score far above / at the bottom of the rest, so that a
+// threshold taken from such a sample gathers too few / too many keys: the
+// sampled top-k must notice and fall back (gpu/select/select_topk.hpp).
+enum class Keys { kRandom, kTies, kNan, kSampleHigh, kSampleLow };
 
 // One launch: requests whose rows are contiguous (padding rows, -1, between
 // and after them), a paged compressed-key cache with shuffled physical pages.
@@ -85,6 +89,8 @@ inline std::string codes_name(IndexerDtype dtype, Fp8Flavor flavor) {
 inline std::string keys_name(Keys keys) {
   if (keys == Keys::kTies) return "_ties";
   if (keys == Keys::kNan) return "_nan";
+  if (keys == Keys::kSampleHigh) return "_samplehigh";
+  if (keys == Keys::kSampleLow) return "_samplelow";
   return "";
 }
 
@@ -145,6 +151,19 @@ inline void make_exact_ties(Scenario& s, const std::vector<int64_t>& blocks, uin
       for (int j = 0; j < d; ++j)
         s.k_codes[static_cast<size_t>(s.cache_row(req, b) * d + j)] = s.encode(m * s.decode(s.q_codes[j]));
     }
+}
+
+// Blocks i * (visible / 1024), i < 1024, of request 0 hold m * base, base =
+// every row's head-0 query (rows share it): m = 2 scores them far above the
+// random keys (|base|^2 against a spread of ~|base|), m = 0 at zero.
+inline void mark_sampled_blocks(Scenario& s, int64_t visible, double m) {
+  const int d = s.p.dim;
+  const int64_t hd = int64_t{s.p.heads} * d;
+  for (int64_t t = 1; t < s.rows(); ++t) std::copy_n(s.q_codes.begin(), d, s.q_codes.begin() + t * hd);
+  const int64_t stride = visible / 1024;
+  for (int64_t i = 0; stride > 0 && i < 1024; ++i)
+    for (int j = 0; j < d; ++j)
+      s.k_codes[static_cast<size_t>(s.cache_row(0, i * stride) * d + j)] = s.encode(m * s.decode(s.q_codes[j]));
 }
 
 struct GpuResult {

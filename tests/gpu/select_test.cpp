@@ -88,6 +88,8 @@ Scenario make_scenario(const Case& c, uint64_t seed) {
   } else if (c.keys == Keys::kNan) {
     // One NaN element in every 97th block of request 0 (eleven of them at V = 1000).
     for (int64_t b = 5; b < V; b += 97) s.set_nan_block(0, b);
+  } else if (c.keys == Keys::kSampleHigh || c.keys == Keys::kSampleLow) {
+    select_test::mark_sampled_blocks(s, V, c.keys == Keys::kSampleHigh ? 2.0 : 0.0);
   }
   return s;
 }
@@ -165,6 +167,11 @@ std::vector<Case> special_cases() {
       {512, 3000, 4, 512, bf16, fn, Keys::kRandom},
       {256, 3000, 2, 48, fp8, fn, Keys::kRandom},
       {64, 3000, 1, 2048, bf16, fn, Keys::kRandom},
+      // Long rows whose strided sample misleads the sampled top-k both ways
+      // (too few keys above its threshold, too many): the exact fallback.
+      {512, 40000, 4, 32, bf16, fn, Keys::kSampleHigh},
+      {2048, 40000, 1, 32, fp8, fn, Keys::kSampleLow},
+      {512, 40000, 4, 32, bf16, fn, Keys::kSampleLow},
   };
 }
 
