@@ -5,10 +5,13 @@
 // both KV cache writes) and one pooling slot; every request has one task,
 // its ring writes and the pooling of the one group of it that can straddle
 // the step's start. A task runs on one lane group of kGroup lanes
-// (prepare_head.hpp): tasks [0, R) are the requests', then row t's tasks
-// follow at R + t · (H_I + H + G + 1). A block is kGroups independent
-// groups; no task waits for another, and the only barrier is the group
-// fence of a request task.
+// (prepare_head.hpp). Block (x, y) of the grid is kGroups groups: for x < T
+// tasks y·kGroups .. y·kGroups + kGroups - 1 of row x (those past the row's
+// last task idle), for x >= T the request tasks ((x - T)·Y + y)·kGroups ..
+// (Y the grid's height), so no group divides to find its task. No task
+// waits for another, and the only barrier is the group fence of a request
+// task. A group dispatches on its task's kind once and runs that kind's
+// body (prepare_tasks.hpp).
 //
 // Why this shape: a step is latency-bound up to a few hundred rows (one
 // decode token moves ~85 KB) and issue-bound beyond, so a task must cost
@@ -21,7 +24,7 @@
 // loads are issued), so a task needs neither shared memory nor a barrier:
 // every group of a row computes the same cos/sin, which costs less than the
 // previous kernel's tables (4 blocks per row, each filling the row's tables
-// behind a barrier). Registers decide how many tasks are resident: Task
+// behind a barrier). Registers decide how many tasks are resident: a body
 // holds indices only, the store destinations are formed after the norm, and
 // kernels without fp8 stores carry no fp8 code (kFp8), so the model's kernel
 // fits 64 registers without spilling. Angles, cos/sin, the rotation, the
@@ -61,7 +64,7 @@
 #include <utility>
 
 #include "gpu/prepare/prepare.hpp"
-#include "gpu/prepare/prepare_head.hpp"
+#include "gpu/prepare/prepare_tasks.hpp"
 
 namespace qsa::gpu {
 
@@ -69,263 +72,35 @@ namespace {
 
 using namespace prep;
 
-// The members of a pooled group: member m < from_ring is the raw key in
-// ring slot ring_base + (f0 + m) mod C (older than the step), member m >=
-// from_ring the raw key of row row0 + (m - from_ring).
-struct Members {
-  int64_t row0 = 0;
-  int from_ring = 0;
-  int f0 = 0;
-  int64_t ring_base = 0;
-  int64_t fallback = 0;  // a slot inside the ring, read instead of one outside (validate_prepare rejects those)
-};
-
-enum class Kind { kIndexQ, kQ, kK, kPooled };
-
-// What a lane group produces: one row normed, rotated and stored. Only
-// indices and metadata: pointers are formed where they are used, so that no
-// register holds one through the task.
-struct Task {
-  Kind kind = Kind::kPooled;
-  bool active = false;
-  int head = 0;             // of its kind
-  int64_t row = 0;          // the head's row
-  bool pad = false;         // a padding row: every output is zero
-  int64_t slot = 0;         // K: main KV slot; kPooled: compressed row (both checked where used)
-  int64_t pos3[3] = {0, 0, 0};  // the (t, h, w) RoPE position
-  Members members;          // kPooled
-};
-
-__device__ inline bool is_main(Kind k) { return k == Kind::kQ || k == Kind::kK; }
-
-__device__ inline const float* raw_key(const KernelArgs& a, int64_t row) {
-  return a.index_qk + row * (int64_t{a.hi + 1} * a.di) + int64_t{a.hi} * a.di;
-}
-
-__device__ inline const float* member_row(const KernelArgs& a, const Members& g, int m) {
-  if (m >= g.from_ring) return raw_key(a, g.row0 + (m - g.from_ring));
-  const int at = g.f0 + m;  // (f0 + m) mod C without a division: f0 < C, m < r <= C
-  const int64_t slot = g.ring_base + (at < a.ring_capacity ? at : at - a.ring_capacity);
-  return a.ring_keys + (slot >= 0 && slot < a.ring_slots ? slot : g.fallback) * a.di;
-}
-
-// The head row a head task norms, and the row it copies (gate, V) or null.
-__device__ inline const float* head_row(const KernelArgs& a, const Task& k) {
-  if (k.kind == Kind::kIndexQ) return a.index_qk + k.row * (int64_t{a.hi + 1} * a.di) + int64_t{k.head} * a.di;
-  if (k.kind == Kind::kQ) return a.qg + (k.row * a.h + k.head) * 2 * a.d;
-  return a.k + (k.row * a.g + k.head) * a.d;
-}
-
-__device__ inline const float* extra_row(const KernelArgs& a, const Task& k) {
-  if (k.kind == Kind::kQ) return a.qg + (k.row * a.h + k.head) * 2 * a.d + a.d;
-  return k.kind == Kind::kK ? a.v + (k.row * a.g + k.head) * a.d : nullptr;
-}
-
-__device__ inline const float* norm_weights(const KernelArgs& a, Kind k) {
-  return k == Kind::kIndexQ ? a.w_iq : k == Kind::kQ ? a.w_q : k == Kind::kK ? a.w_k : a.w_ik;
-}
-
-__device__ inline const NormArgs& norm_of(const KernelArgs& a, Kind k) {
-  return k == Kind::kIndexQ ? a.norm_iq : k == Kind::kQ ? a.norm_q : k == Kind::kK ? a.norm_k : a.norm_ik;
-}
-
-__device__ inline bool kv_ok(const KernelArgs& a, const Task& k) {
-  return k.kind == Kind::kK && !k.pad && k.slot >= 0 && k.slot < a.kv_slots;
-}
-
-__device__ inline Dest indexer_dest(const KernelArgs& a, void* base, int64_t offset, bool on, bool zero) {
-  return code_dest(base, offset, on, zero, a.index_fp8, a.index_kind, 1.0);
-}
-
-// Where the rotated row goes.
-__device__ inline Dest out_dest(const KernelArgs& a, const Task& k) {
-  switch (k.kind) {
-    case Kind::kIndexQ: return indexer_dest(a, a.index_q, (k.row * a.hi + k.head) * a.di, true, k.pad);
-    case Kind::kQ: return bf16_dest(a.q + (k.row * a.h + k.head) * a.d, true, k.pad);
-    case Kind::kK: return bf16_dest(a.k_out + (k.row * a.g + k.head) * a.d, true, k.pad);
-    default: {
-      const bool keep = k.slot >= 0 && k.slot < a.comp_rows;
-      return indexer_dest(a, a.compressed, keep ? k.slot * a.di : 0, keep, false);
-    }
-  }
-}
-
-// The K (V) row's copy in the KV cache: off for other tasks.
-__device__ inline Dest kv_dest(const KernelArgs& a, const Task& k, void* cache, double scale) {
-  const bool ok = kv_ok(a, k);
-  return code_dest(cache, ok ? (k.slot * a.g + k.head) * a.d : 0, ok, false, a.kv_fp8, a.kv_kind, scale);
-}
-
-// Where the extra row goes: the gate, or V to the cache.
-__device__ inline Dest extra_dest(const KernelArgs& a, const Task& k) {
-  if (k.kind == Kind::kQ) return bf16_dest(a.gate + (k.row * a.h + k.head) * a.d, true, k.pad);
-  return kv_dest(a, k, a.v_cache, a.v_scale);
-}
-
-// Task `task` of row t: a head, or the pooling slot. The pooling slot pools
-// the group row t completes when all its members are rows of this step,
-// rows first_row = t - (r - 1) .. t of one request (the top of the file).
-__device__ Task row_task(const KernelArgs& a, int64_t t, int task) {
-  const int req = a.token_to_req[t];
-  Task k;
-  k.active = true;
-  k.row = t;
-  k.pad = req < 0 || req >= a.num_reqs;
-  int64_t rope_row = t;
-  if (task < a.hi) {
-    k.kind = Kind::kIndexQ;
-    k.head = task;
-  } else if (task < a.hi + a.h) {
-    k.kind = Kind::kQ;
-    k.head = task - a.hi;
-  } else if (task < a.hi + a.h + a.g) {
-    k.kind = Kind::kK;
-    k.head = task - a.hi - a.h;
-    k.slot = a.main_slot[t];
-  } else {
-    const int64_t first_row = t - (a.ratio - 1);
-    k.kind = Kind::kPooled;
-    k.active = first_row >= 0;
-    if (k.active) {
-      k.slot = a.compressed_slot[t];
-      k.active = !k.pad && a.token_to_req[first_row] == req && k.slot >= 0 && k.slot < a.comp_rows;
-      k.members.row0 = first_row;
-      rope_row = first_row;  // the pooled row rotates at its first member's position
-    }
-  }
-  for (int ax = 0; ax < 3; ++ax) k.pos3[ax] = a.rope_pos[ax * a.num_tokens + rope_row];
-  return k;
-}
-
-// The request's straddling group, started before the step and completed
-// inside it; inactive if there is none.
-__device__ Task request_task(const KernelArgs& a, int64_t begin, int64_t end, int64_t ring_base) {
-  const int r = a.ratio, C = a.ring_capacity;
-  const int64_t ctx = a.pos[begin];
-  const int64_t first = ctx / r * r, last = first + r - 1;
-  Task k;
-  k.active = first != ctx && last < ctx + (end - begin);
-  if (!k.active) return k;
-  k.slot = a.compressed_slot[begin + (last - ctx)];
-  const int f0 = static_cast<int>(first % C);
-  const int64_t slot0 = ring_base + f0;  // member 0 is older than the step
-  const bool slot0_ok = slot0 >= 0 && slot0 < a.ring_slots;
-  k.members.row0 = begin;
-  k.members.from_ring = static_cast<int>(ctx - first);
-  k.members.f0 = f0;
-  k.members.ring_base = ring_base;
-  k.members.fallback = slot0_ok ? slot0 : 0;
-  for (int ax = 0; ax < 3; ++ax) k.pos3[ax] = slot0_ok ? a.ring_rope[slot0 * 3 + ax] : 0;
-  return k;
-}
-
-// Loads, norm, RoPE and stores of one task (prepare_head.hpp), in the order
-// that keeps few registers live: all loads, then the cos/sin (while they
-// are in flight), the extra row's copy, the norm, the rotated stores.
-template <int T, int P, bool kFp8>
-__device__ void run_task(const KernelArgs& a, const Task& k) {
-  constexpr int N = Row<T, P>::kSlots;  // the extra row: elements 2·lane + 2·kGroup·c, + 1 in slots 2c, 2c + 1
-  const bool main = is_main(k.kind);
-  const RopeArgs& r = main ? a.rope_m : a.rope_i;
-  const int dim = main ? a.d : a.di;
-  const float* extra = extra_row(a, k);
-  float e[N];
-  Row<T, P> x, w;
-  if (k.kind == Kind::kPooled) {
-    pooled_row(dim, r, a.ratio, a.round_pool, [&](int m) { return member_row(a, k.members, m); }, x);
-    load_row(a.w_ik, dim, r, w);  // after the sums: not live next to them
-  } else {
-    // A task without an extra row loads its head row twice rather than
-    // branch around the loads (load_two says why); the copies are zeroed.
-    const float* src = head_row(a, k);
-    const float* e_src = extra != nullptr ? extra : src;
-#pragma unroll
-    for (int n = 0; n < N; n += 2) {
-      load_two(e_src, 2 * group_lane() + kGroup * n, dim, e[n], e[n + 1]);
-      if (extra == nullptr) e[n] = e[n + 1] = 0.0f;
-    }
-    load_row(src, dim, r, x);
-    load_row(norm_weights(a, k.kind), dim, r, w);
-  }
-  double c[P], s[P];
-  lane_cos_sin(r, k.pos3, c, s);
-  if (extra != nullptr) {
-    const Dest d = extra_dest(a, k);
-    auto one = [&](int i, float v) { put<kFp8>(d, i, v); };
-    auto two = [&](int i, float v0, float v1) { put2<kFp8>(d, i, v0, v1); };
-#pragma unroll
-    for (int n = 0; n < N; n += 2) {  // the projections are bf16 values already: copies
-      const int i = 2 * group_lane() + kGroup * n;
-      if (i < dim) store_two(i, dim, a.vec2, e[n], e[n + 1], one, two);
-    }
-  }
-  norm_row(dim, norm_of(a, k.kind), r, w, x);
-  const Dest out = out_dest(a, k), cache = kv_dest(a, k, a.k_cache, a.k_scale);
-  rope_store_row(
-      dim, r, a.vec2, c, s, x,
-      [&](int i, auto v) {
-        put<kFp8>(out, i, v);
-        put<kFp8>(cache, i, v);
-      },
-      [&](int i, float v0, float v1) {
-        put2<kFp8>(out, i, v0, v1);
-        put2<kFp8>(cache, i, v0, v1);
-      });
-}
-
-// The ring writes of a request: its last C rows' raw keys and (t, h, w)
-// positions, a row at a time (all loads of a row issued before its stores).
-template <int N>
-__device__ void write_ring(const KernelArgs& a, int64_t begin, int64_t end) {
-  const int lane = group_lane();
-  const int C = a.ring_capacity;
-  for (int64_t row = end - begin > C ? end - C : begin; row < end; ++row) {
-    const int64_t slot = a.ring_slot[row];
-    const float* key = raw_key(a, row);
-    float v[N];
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      const int i = lane + n * kGroup;
-      v[n] = i < a.di ? key[i] : 0.0f;
-    }
-    const int64_t rope = lane < 3 ? a.rope_pos[lane * a.num_tokens + row] : 0;
-    if (slot < 0 || slot >= a.ring_slots) continue;
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      const int i = lane + n * kGroup;
-      if (i < a.di) a.ring_keys[slot * a.di + i] = v[n];
-    }
-    if (lane < 3) a.ring_rope[slot * 3 + lane] = rope;
-  }
-}
-
 // Registers are allocated for the worst path of a kernel: the model's
-// bf16 kernel (6, 1, false) fits 64 per thread without spilling, so an
-// NVIDIA SM keeps 32 warps resident; the others get what they need.
-template <int T, int P, bool kFp8>
-constexpr int kMinBlocks = T > 6 ? 4 : P == 1 && !kFp8 ? 8 : 5;
+// bf16 kernel (main heads P = 1, T = 6) fits 64 per thread without
+// spilling, so an NVIDIA SM keeps 32 warps resident; the others get what
+// they need (the widest, P = 2 and T = 16, spills at 128).
+template <class Sm, bool kFp8>
+constexpr int kMinBlocks = Sm::kTail > 6 ? (Sm::kPairs == 2 ? 3 : 4) : Sm::kPairs == 1 && !kFp8 ? 8 : 5;
 
-template <int T, int P, bool kFp8>
-__global__ void __launch_bounds__(kThreads, (kMinBlocks<T, P, kFp8>)) prepare_kernel(QSA_PREPARE_ARGS KernelArgs a) {
-  const unsigned task = blockIdx.x * kGroups + static_cast<unsigned>(group_id());
-  const unsigned reqs = static_cast<unsigned>(a.num_reqs);
-  int64_t begin = 0, end = 0;
-  Task k;
-  if (task < reqs) {
-    begin = a.starts[task];
-    end = a.starts[task + 1];
-    k = request_task(a, begin, end, int64_t{a.ring_blocks[task]} * a.ring_capacity);
-  } else {
-    const unsigned rt = task - reqs, per_row = static_cast<unsigned>(a.row_tasks);  // 32-bit: no int64 division
-    const int64_t t = rt / per_row;
-    if (t >= a.num_tokens) return;  // the last block's spare groups
-    k = row_task(a, t, static_cast<int>(rt % per_row));
+// Main heads (Q, K) have shape Sm, indexer rows (indexer Q, pooled keys,
+// ring writes) shape Si. Block (x, y) holds tasks y·kGroups .. of row x
+// (x < T) or, past the rows, request tasks: the row and the task come from
+// the block index without a division.
+template <class Sm, class Si, bool kFp8>
+__global__ void __launch_bounds__(kThreads, (kMinBlocks<Sm, kFp8>)) prepare_kernel(QSA_PREPARE_ARGS KernelArgs a) {
+  const int task = static_cast<int>(blockIdx.y) * kGroups + group_id();
+  if (blockIdx.x >= a.num_tokens) {
+    const int i = static_cast<int>((blockIdx.x - a.num_tokens) * gridDim.y) * kGroups + task;
+    if (i < a.num_reqs) request_task<Si, kFp8>(a, i);
+    return;
   }
-  if (k.active) run_task<T, P, kFp8>(a, k);
-  if (task >= reqs) return;
-  __threadfence_block();  // every ring read of the pooling happens before the writes below
-  wave_barrier();
-  write_ring<Row<T, P>::kSlots>(a, begin, end);
+  const int64_t t = blockIdx.x;
+  if (task < a.hi) {
+    head_task<Si, Kind::kIndexQ, kFp8>(a, t, task);
+  } else if (task < a.hi + a.h) {
+    head_task<Sm, Kind::kQ, false>(a, t, task - a.hi);  // Q and gate are always bf16
+  } else if (task < a.hi + a.h + a.g) {
+    head_task<Sm, Kind::kK, kFp8>(a, t, task - a.hi - a.h);
+  } else if (task == a.row_tasks - 1) {
+    pool_slot_task<Si, kFp8>(a, t);
+  }
 }
 
 __global__ void encode_bf16_kernel(const float* f, const double* d, int64_t n, uint16_t* from_float,
@@ -406,11 +181,12 @@ void require(const void* ptr, const char* name) {
 // Every row has H_I + H + G head tasks and a pooling slot.
 int row_tasks(const PrepareParams& p) { return p.indexer_heads + p.heads + p.kv_heads + 1; }
 
+bool aligned(const void* ptr, uintptr_t n) { return reinterpret_cast<uintptr_t>(ptr) % n == 0; }
+
 // Whether every bf16 output row starts 4-byte aligned for bf16 pair stores
 // (KernelArgs::vec2): even head dims and aligned base pointers (fp8 codes
-// are stored one by one; the fp32 inputs are read element by element).
+// are stored one by one).
 bool rows_aligned(const PrepareParams& p, const PrepareArgs& in) {
-  auto aligned = [](const void* ptr, uintptr_t n) { return reinterpret_cast<uintptr_t>(ptr) % n == 0; };
   const bool idx_bf16 = p.compress.dtype != IndexerDtype::kFp8, kv_bf16 = p.kv.dtype != KvDtype::kFp8;
   const void* rows[] = {in.q,
                         in.k_out,
@@ -424,12 +200,34 @@ bool rows_aligned(const PrepareParams& p, const PrepareArgs& in) {
   return p.indexer_dim % 2 == 0 && p.head_dim % 2 == 0;
 }
 
+// Whether the heads fill shape S exactly and every fp32 row it reads starts
+// 8-byte aligned for float2 loads (prepare_head.hpp, kExact): rows start at
+// multiples of their dims, which an exact shape makes multiples of kGroup.
+template <class S>
+bool fills(int rotary_dim, int dim) {
+  return rotary_dim == 2 * S::kPairs * kGroup && dim == rotary_dim + S::kTail * kGroup;
+}
+
+bool inputs_aligned(const PrepareArgs& in) {
+  const void* rows[] = {in.index_qk,       in.qg, in.k, in.v, in.index_q_norm_w, in.index_k_norm_w, in.q_norm_w,
+                        in.k_norm_w, in.ring_keys};
+  for (const void* ptr : rows)
+    if (!aligned(ptr, 8)) return false;
+  return true;
+}
+
+// Block rows of a row's tasks (the grid's y extent).
+int task_chunks(const PrepareParams& p) { return (row_tasks(p) + kGroups - 1) / kGroups; }
+
 void check_launch(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& a) {
   if (l.num_tokens < 0 || l.num_reqs < 0 || l.num_ring_slots < 0 || l.num_compressed_rows < 0 || l.num_kv_slots < 0)
     throw InputError("gpu prepare: the launch layout has a negative size");
-  if (l.num_tokens > (0x7fffffff - int64_t{l.num_reqs}) / row_tasks(p))
-    throw InputError("gpu prepare: " + std::to_string(l.num_tokens) + " rows of " + std::to_string(row_tasks(p)) +
-                     " tasks and " + std::to_string(l.num_reqs) + " requests exceed one launch (2^31 - 1 tasks)");
+  if (task_chunks(p) > 65535)
+    throw InputError("gpu prepare: " + std::to_string(row_tasks(p)) + " tasks per row exceed one launch (65535 blocks" +
+                     " of " + std::to_string(kGroups) + " in a grid's y extent)");
+  if (l.num_tokens > 0x7fffffff - int64_t{l.num_reqs})
+    throw InputError("gpu prepare: " + std::to_string(l.num_tokens) + " rows and " + std::to_string(l.num_reqs) +
+                     " requests exceed one launch (2^31 - 1 blocks in a grid's x extent)");
   if (l.num_reqs > l.num_tokens)
     throw InputError("gpu prepare: " + std::to_string(l.num_reqs) + " requests but only " +
                      std::to_string(l.num_tokens) + " rows");
@@ -444,16 +242,30 @@ void check_launch(const PrepareParams& p, const PrepareLayout& l, const PrepareA
   if (l.num_reqs > 0) require(a.ring_blocks, "ring_blocks");
 }
 
-// prepare_kernel<T, P, kFp8> with the fewest tail slots T that hold
-// `tail` values: 6 (the model's main heads: 256 values, 64 rotary) or 16
-// (the widest heads).
-template <int P, bool kFp8>
-void launch_kernel(int tail, const KernelArgs& a, unsigned blocks, hipStream_t stream) {
+// prepare_kernel with the fewest slots that hold the heads (prepare_head.hpp):
+// the model's exact shapes where they fit, else shared shapes for both kinds
+// of rows with P pair slots and T = 6 (the model's main heads) or 16 (the
+// widest heads) tail slots.
+template <bool kFp8>
+void launch_kernel(const PrepareParams& p, bool exact_ok, const KernelArgs& a, dim3 grid, hipStream_t stream) {
   static_assert(16 * kGroup >= kMaxDim && 2 * kGroup >= kMaxPairs, "the widest kernel holds every head accepted");
-  if (tail <= 6 * kGroup) {
-    prepare_kernel<6, P, kFp8><<<blocks, kThreads, 0, stream>>>(a);
+  using Main = Shape<1, 6, true>;
+  using Indexer = Shape<1, 2, true>;
+  if (exact_ok && fills<Main>(p.rope_main.rotary_dim, p.head_dim) &&
+      fills<Indexer>(p.rope_index.rotary_dim, p.indexer_dim)) {
+    prepare_kernel<Main, Indexer, kFp8><<<grid, kThreads, 0, stream>>>(a);
+    return;
+  }
+  const int pairs = std::max(p.rope_index.rotary_dim, p.rope_main.rotary_dim) / 2;
+  const int tail = std::max(p.indexer_dim - p.rope_index.rotary_dim, p.head_dim - p.rope_main.rotary_dim);
+  auto run = [&](auto shape) {
+    using S = decltype(shape);
+    prepare_kernel<S, S, kFp8><<<grid, kThreads, 0, stream>>>(a);
+  };
+  if (pairs <= kGroup) {
+    tail <= 6 * kGroup ? run(Shape<1, 6, false>{}) : run(Shape<1, 16, false>{});
   } else {
-    prepare_kernel<16, P, kFp8><<<blocks, kThreads, 0, stream>>>(a);
+    tail <= 6 * kGroup ? run(Shape<2, 6, false>{}) : run(Shape<2, 16, false>{});
   }
 }
 
@@ -518,18 +330,13 @@ void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const Prepar
   a.k_out = in.k_out;
   a.gate = in.gate;
 
-  const int64_t tasks = l.num_reqs + l.num_tokens * a.row_tasks;
-  const auto blocks = static_cast<unsigned>((tasks + kGroups - 1) / kGroups);
-  // Slots per lane: pair slots for the most frequency pairs, tail slots for
-  // the most dims past the rotary ones (prepare_head.hpp).
-  const int pairs = std::max(p.rope_index.rotary_dim, p.rope_main.rotary_dim) / 2;
-  const int tail = std::max(p.indexer_dim - p.rope_index.rotary_dim, p.head_dim - p.rope_main.rotary_dim);
-  const bool fp8 = a.index_fp8 || a.kv_fp8;
-  if (pairs <= kGroup) {
-    fp8 ? launch_kernel<1, true>(tail, a, blocks, stream) : launch_kernel<1, false>(tail, a, blocks, stream);
-  } else {
-    fp8 ? launch_kernel<2, true>(tail, a, blocks, stream) : launch_kernel<2, false>(tail, a, blocks, stream);
-  }
+  // Rows, then enough blocks of the same height for the request tasks.
+  const int chunks = task_chunks(p);
+  const int64_t req_blocks = (l.num_reqs + int64_t{chunks} * kGroups - 1) / (int64_t{chunks} * kGroups);
+  const dim3 grid(static_cast<unsigned>(l.num_tokens + req_blocks), static_cast<unsigned>(chunks));
+  const bool exact_ok = a.vec2 && inputs_aligned(in);
+  a.index_fp8 || a.kv_fp8 ? launch_kernel<true>(p, exact_ok, a, grid, stream)
+                          : launch_kernel<false>(p, exact_ok, a, grid, stream);
   QSA_GPU_CHECK_LAUNCH();
 }
 

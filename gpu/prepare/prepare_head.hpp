@@ -158,62 +158,102 @@ __device__ inline double sum_of_products(double a, double b, double c, double d)
 //    cos/sin it computes itself: no shared table, no barrier;
 //  - tail elements, which RoPE leaves unchanged, two adjacent ones per
 //    pair of slots: slots 2P + 2c and 2P + 2c + 1 hold x[i] and x[i + 1],
-//    i = R + 2l + 2·kGroup·c (c < T/2, i < dim), loaded as one float2 and
-//    stored as one bf16 pair where the launcher found every row aligned
-//    (KernelArgs::vec2), else element by element.
+//    i = R + 2l + 2·kGroup·c (c < T/2, i < dim), stored as one bf16 pair
+//    where the launcher found every row aligned (KernelArgs::vec2), else
+//    element by element.
 // Every element of the row sits in exactly one slot of one lane; absent
-// slots hold 0 and are never stored. The kernel is compiled for the (T, P)
+// slots hold 0 and are never stored. The kernel is compiled for the shapes
 // the launcher picks from the params: registers are allocated for the worst
 // path, so T = 16 for every launch would cost the model's dims (T = 6) half
 // of the resident warps.
-template <int T, int P>
-struct Row {
+//
+// kExact: every row of the shape fills its slots (R = 2·P·kGroup, dim = R +
+// T·kGroup) and every row start is aligned for float2 loads and bf16 pair
+// stores (the launcher checks both). Then the dims are constants and no
+// slot needs a bounds check, a clamp or a choice between store widths: the
+// model's heads (Q and K: P = 1, T = 6; indexer: P = 1, T = 2) run so, and
+// the checks were a fifth of a head task's instructions.
+template <int P, int T, bool kExact>
+struct Shape {
   static_assert(T % 2 == 0, "tail slots come in adjacent pairs");
+  static constexpr int kPairs = P;
+  static constexpr int kTail = T;
   static constexpr int kSlots = 2 * P + T;
-  float v[kSlots];
+  static constexpr bool kFull = kExact;
 };
 
+template <class S>
+struct Row {
+  float v[S::kSlots];
+};
+
+// The rotary dims and the row length: constants for an exact shape.
+template <class S>
+__device__ inline int rotary_of(const RopeArgs& r) {
+  return S::kFull ? 2 * S::kPairs * kGroup : r.rotary_dim;
+}
+template <class S>
+__device__ inline int dim_of(int dim) {
+  return S::kFull ? (2 * S::kPairs + S::kTail) * kGroup : dim;
+}
+
 // The element that slot s of this lane holds, or -1.
-template <int T, int P>
+template <class S>
 __device__ inline int slot_element(const RopeArgs& r, int dim, int s) {
-  const int lane = group_lane(), half = r.rotary_dim / 2;
+  constexpr int P = S::kPairs;
+  const int lane = group_lane(), rotary = rotary_of<S>(r), half = rotary / 2;
   if (s < 2 * P) {
     const int j = lane + kGroup * (s % P);
-    if (j >= half) return -1;
+    if (!S::kFull && j >= half) return -1;
     const bool first = s < P;
     return r.neox ? (first ? j : j + half) : (first ? 2 * j : 2 * j + 1);
   }
-  const int i = r.rotary_dim + 2 * lane + 2 * kGroup * ((s - 2 * P) / 2) + (s - 2 * P) % 2;
-  return i < dim ? i : -1;
+  const int i = rotary + 2 * lane + 2 * kGroup * ((s - 2 * P) / 2) + (s - 2 * P) % 2;
+  return S::kFull || i < dim ? i : -1;
+}
+
+template <class S>
+__device__ inline bool slot_present(const RopeArgs& r, int dim, int s) {
+  return S::kFull || slot_element<S>(r, dim, s) >= 0;
 }
 
 // x[i], x[i + 1] (0 past dim). Both loads are unconditional, from indices
 // clamped into the row, and zeroed afterwards: for a load under a branch
 // (even a uniform one, such as a choice between one 8-byte load and two
 // 4-byte ones) the compiler waits where the branch joins, and ncu showed the
-// row's loads then running one after another, the kernel's top stall.
+// row's loads then running one after another, the kernel's top stall. An
+// exact shape loads the aligned pair as one float2.
+template <class S>
 __device__ inline void load_two(const float* src, int i, int dim, float& x0, float& x1) {
-  const float v0 = src[i < dim ? i : dim - 1];
-  const float v1 = src[i + 1 < dim ? i + 1 : dim - 1];
-  x0 = i < dim ? v0 : 0.0f;
-  x1 = i + 1 < dim ? v1 : 0.0f;
+  if constexpr (S::kFull) {
+    const float2 v = *reinterpret_cast<const float2*>(src + i);
+    x0 = v.x;
+    x1 = v.y;
+  } else {
+    const float v0 = src[i < dim ? i : dim - 1];
+    const float v1 = src[i + 1 < dim ? i + 1 : dim - 1];
+    x0 = i < dim ? v0 : 0.0f;
+    x1 = i + 1 < dim ? v1 : 0.0f;
+  }
 }
 
 // The lane's slots of src[0, dim): every load is issued before any is used
 // (none under a branch: load_two), so a head row costs one memory latency,
 // not one per element.
-template <int T, int P>
-__device__ void load_row(const float* src, int dim, const RopeArgs& r, Row<T, P>& x) {
+template <class S>
+__device__ void load_row(const float* src, int dim, const RopeArgs& r, Row<S>& x) {
+  constexpr int P = S::kPairs;
 #pragma unroll
   for (int s = 0; s < 2 * P; ++s) {
-    const int i = slot_element<T, P>(r, dim, s);
-    const float v = src[i >= 0 ? i : 0];
-    x.v[s] = i >= 0 ? v : 0.0f;
+    const int i = slot_element<S>(r, dim, s);
+    const bool in = S::kFull || i >= 0;
+    const float v = src[in ? i : 0];
+    x.v[s] = in ? v : 0.0f;
   }
 #pragma unroll
-  for (int s = 2 * P; s < Row<T, P>::kSlots; s += 2) {
-    const int i = r.rotary_dim + 2 * group_lane() + 2 * kGroup * ((s - 2 * P) / 2);
-    load_two(src, i, dim, x.v[s], x.v[s + 1]);
+  for (int s = 2 * P; s < S::kSlots; s += 2) {
+    const int i = rotary_of<S>(r) + 2 * group_lane() + 2 * kGroup * ((s - 2 * P) / 2);
+    load_two<S>(src, i, dim_of<S>(dim), x.v[s], x.v[s + 1]);
   }
 }
 
@@ -221,20 +261,20 @@ __device__ void load_row(const float* src, int dim, const RopeArgs& r, Row<T, P>
 // member order as the reference pools, then bf16 with round_pool. One
 // member's loads are in flight at a time: few registers for a task that
 // only every r-th row of a prefill has.
-template <int T, int P, class Member>
-__device__ void pooled_row(int dim, const RopeArgs& rope, int r, bool round_pool, Member member, Row<T, P>& x) {
-  double sum[Row<T, P>::kSlots];
+template <class S, class Member>
+__device__ void pooled_row(int dim, const RopeArgs& rope, int r, bool round_pool, Member member, Row<S>& x) {
+  double sum[S::kSlots];
 #pragma unroll
-  for (int s = 0; s < Row<T, P>::kSlots; ++s) sum[s] = 0.0;
+  for (int s = 0; s < S::kSlots; ++s) sum[s] = 0.0;
 #pragma unroll 1
   for (int m = 0; m < r; ++m) {
-    Row<T, P> v;
+    Row<S> v;
     load_row(member(m), dim, rope, v);
 #pragma unroll
-    for (int s = 0; s < Row<T, P>::kSlots; ++s) sum[s] += static_cast<double>(v.v[s]);
+    for (int s = 0; s < S::kSlots; ++s) sum[s] += static_cast<double>(v.v[s]);
   }
 #pragma unroll
-  for (int s = 0; s < Row<T, P>::kSlots; ++s) {
+  for (int s = 0; s < S::kSlots; ++s) {
     const double mean = sum[s] / r;
     x.v[s] = static_cast<float>(round_pool ? bf16_round(mean) : mean);
   }
@@ -244,34 +284,46 @@ __device__ void pooled_row(int dim, const RopeArgs& rope, int r, bool round_pool
 // do: the sum of squares over the lane's slots, the butterfly, sqrtf,
 // x / rms * (1 + w), optional bf16. (Any summation order is inside the fp32
 // bound of tests/tolerances.hpp.)
-template <int T, int P>
-__device__ void norm_row(int dim, const NormArgs& n, const RopeArgs& r, const Row<T, P>& w, Row<T, P>& x) {
+template <class S>
+__device__ void norm_row(int dim, const NormArgs& n, const RopeArgs& r, const Row<S>& w, Row<S>& x) {
   float sq = 0.0f;
 #pragma unroll
-  for (int s = 0; s < Row<T, P>::kSlots; ++s) sq += x.v[s] * x.v[s];  // absent slots add 0
-  const float rms = sqrtf(group_sum(sq) / static_cast<float>(dim) + n.eps);
+  for (int s = 0; s < S::kSlots; ++s) sq += x.v[s] * x.v[s];  // absent slots add 0
+  const float rms = sqrtf(group_sum(sq) / static_cast<float>(dim_of<S>(dim)) + n.eps);
 #pragma unroll
-  for (int s = 0; s < Row<T, P>::kSlots; ++s) {
-    if (slot_element<T, P>(r, dim, s) >= 0) x.v[s] = x.v[s] / rms * (1.0f + w.v[s]);  // skips absent slots
+  for (int s = 0; s < S::kSlots; ++s) {
+    if (slot_present<S>(r, dim, s)) x.v[s] = x.v[s] / rms * (1.0f + w.v[s]);  // skips absent slots
   }
   if (!n.round) return;
 #pragma unroll
-  for (int s = 0; s < Row<T, P>::kSlots; s += 2) {  // two at a time: one paired conversion
+  for (int s = 0; s < S::kSlots; s += 2) {  // two at a time: one paired conversion
     const uint32_t pair = bf16_pair_code(x.v[s], x.v[s + 1]);
     x.v[s] = bits_float(pair << 16);
     x.v[s + 1] = bits_float(pair & 0xffff0000u);
   }
 }
 
-// cos and sin of frequency pair j at (t, h, w) positions pos3, as the
-// reference's rope_cos_sin: the angle in fp64 or as torch forms it in fp32,
-// cos/sin in fp64, then optionally rounded to fp32 and on to bf16 (a cos/sin
-// cache). sincos shares one argument reduction between the two; with nvcc
-// 13 its polynomials and their order are those of cos() and sin(), so the
-// values are the same bits.
-__device__ inline void pair_cos_sin(const RopeArgs& r, int j, const int64_t pos3[3], double& c, double& s) {
-  const int axis = prepare_detail::mrope_axis_of(j, r.lim1, r.lim2);
-  const int64_t position = axis == 0 ? pos3[0] : axis == 1 ? pos3[1] : pos3[2];  // no dynamic index: registers
+// The RoPE positions of the lane's pairs, read while the head row's loads
+// are in flight: pair j rotates at row `axis` (0 = t, 1 = h, 2 = w) of the
+// interleaved mRoPE, position(axis) reads it. One read per pair slot, of
+// the one axis the pair needs (absent pairs read one they never use), in
+// place of all three per task.
+template <class S, class Position>
+__device__ void lane_positions(const RopeArgs& r, Position position, int64_t (&pos)[S::kPairs]) {
+#pragma unroll
+  for (int p = 0; p < S::kPairs; ++p) {
+    const int j = group_lane() + kGroup * p;
+    pos[p] = position(prepare_detail::mrope_axis_of(j, r.lim1, r.lim2));  // any j: an axis in 0..2
+  }
+}
+
+// cos and sin of frequency pair j at `position`, as the reference's
+// rope_cos_sin: the angle in fp64 or as torch forms it in fp32, cos/sin in
+// fp64, then optionally rounded to fp32 and on to bf16 (a cos/sin cache).
+// sincos shares one argument reduction between the two; with nvcc 13 its
+// polynomials and their order are those of cos() and sin(), so the values
+// are the same bits.
+__device__ inline void pair_cos_sin(const RopeArgs& r, int j, int64_t position, double& c, double& s) {
   const double inv_freq = r.inv_freq[j];
   double angle;
   if (r.exact_angle) {
@@ -287,13 +339,14 @@ __device__ inline void pair_cos_sin(const RopeArgs& r, int j, const int64_t pos3
 }
 
 // The cos/sin of the lane's pairs (0 for absent ones).
-template <int P>
-__device__ void lane_cos_sin(const RopeArgs& r, const int64_t pos3[3], double (&c)[P], double (&s)[P]) {
+template <class S>
+__device__ void lane_cos_sin(const RopeArgs& r, const int64_t (&pos)[S::kPairs], double (&c)[S::kPairs],
+                             double (&s)[S::kPairs]) {
 #pragma unroll
-  for (int p = 0; p < P; ++p) {
+  for (int p = 0; p < S::kPairs; ++p) {
     const int j = group_lane() + kGroup * p;
     c[p] = s[p] = 0.0;
-    if (j < r.rotary_dim / 2) pair_cos_sin(r, j, pos3, c[p], s[p]);
+    if (S::kFull || j < rotary_of<S>(r) / 2) pair_cos_sin(r, j, pos[p], c[p], s[p]);
   }
 }
 
@@ -306,10 +359,10 @@ __device__ inline double rotate_one(const RopeArgs& r, double x, double rot, dou
 }
 
 // Stores x[i] (i < dim) and x[i + 1] (if below dim): store2 at once with
-// vec2, else store each.
-template <class Store, class Store2>
+// vec2 (always for an exact shape), else store each.
+template <class S, class Store, class Store2>
 __device__ void store_two(int i, int dim, bool vec2, float x0, float x1, Store store, Store2 store2) {
-  if (vec2) {
+  if (S::kFull || vec2) {
     store2(i, x0, x1);
   } else {
     store(i, x0);
@@ -322,21 +375,22 @@ __device__ void store_two(int i, int dim, bool vec2, float x0, float x1, Store s
 // of each pair of adjacent tail values with vec2, else store(i, v) of each,
 // as the floats they are (exact, so a store rounds them as it would their
 // fp64 value, without the fp64 steps).
-template <int T, int P, class Store, class Store2>
-__device__ void rope_store_row(int dim, const RopeArgs& r, bool vec2, const double (&c)[P], const double (&s)[P],
-                               const Row<T, P>& y, Store store, Store2 store2) {
+template <class S, class Store, class Store2>
+__device__ void rope_store_row(int dim, const RopeArgs& r, bool vec2, const double (&c)[S::kPairs],
+                               const double (&s)[S::kPairs], const Row<S>& y, Store store, Store2 store2) {
+  constexpr int P = S::kPairs;
 #pragma unroll
   for (int p = 0; p < P; ++p) {
-    const int first = slot_element<T, P>(r, dim, p), second = slot_element<T, P>(r, dim, P + p);
-    if (first < 0) continue;
+    if (!slot_present<S>(r, dim, p)) continue;
+    const int first = slot_element<S>(r, dim, p), second = slot_element<S>(r, dim, P + p);
     const double a = y.v[p], b = y.v[P + p];
     store(first, rotate_one(r, a, -b, c[p], s[p]));
     store(second, rotate_one(r, b, a, c[p], s[p]));
   }
 #pragma unroll
-  for (int t = 2 * P; t < Row<T, P>::kSlots; t += 2) {
-    const int i = slot_element<T, P>(r, dim, t);
-    if (i >= 0) store_two(i, dim, vec2, y.v[t], y.v[t + 1], store, store2);
+  for (int t = 2 * P; t < S::kSlots; t += 2) {
+    const int i = slot_element<S>(r, dim, t);
+    if (S::kFull || i >= 0) store_two<S>(i, dim_of<S>(dim), vec2, y.v[t], y.v[t + 1], store, store2);
   }
 }
 

@@ -88,7 +88,8 @@ struct Case {
   // (KernelArgs::vec2).
   bool unaligned = false;
   // qwen4-exp dims with 64 RoPE pairs: two pair slots with the model's tail
-  // slots (the kernel build prepare_kernel<6, 2, *>).
+  // slots (the kernel built for Shape<2, 6, false>; the model's own dims run
+  // the exact Shape<1, 6, true>).
   bool rot128 = false;
 };
 
