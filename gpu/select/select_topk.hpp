@@ -90,28 +90,34 @@ struct RowKeys {
   const float* scores;
   uint32_t visible;
   __device__ void load(uint32_t base, float (&s)[kRowBatch]) const {
+    const float* p = scores + base + threadIdx.x;  // the batch's addresses are immediate offsets from p
 #pragma unroll
-    for (int u = 0; u < kRowBatch; ++u) {
-      const uint32_t b = base + u * kTopKThreads + threadIdx.x;
-      s[u] = b < visible ? scores[b] : 0.0f;
-    }
+    for (int u = 0; u < kRowBatch; ++u) s[u] = base + u * kTopKThreads + threadIdx.x < visible ? p[u * kTopKThreads] : 0.0f;
   }
-  template <class Visit>
-  __device__ void visit(Visit&& fn) const {
+  // fn(s, base) for every batch: s[u] is the score of block base + u ·
+  // kTopKThreads + threadIdx.x (0 past the row).
+  template <class Batch>
+  __device__ void visit_batches(Batch&& fn) const {
     constexpr uint32_t kStep = kTopKThreads * kRowBatch;
     float s[kRowBatch];
     load(0, s);
     for (uint32_t base = 0; base < visible; base += kStep) {
       float next[kRowBatch];
       load(base + kStep, next);  // past the row: no loads, zeros
+      fn(s, base);
+#pragma unroll
+      for (int u = 0; u < kRowBatch; ++u) s[u] = next[u];
+    }
+  }
+  template <class Visit>
+  __device__ void visit(Visit&& fn) const {
+    visit_batches([&](const float (&s)[kRowBatch], uint32_t base) {
 #pragma unroll
       for (int u = 0; u < kRowBatch; ++u) {
         const uint32_t b = base + u * kTopKThreads + threadIdx.x;
         fn(select_key(s[u], b), b < visible);
       }
-#pragma unroll
-      for (int u = 0; u < kRowBatch; ++u) s[u] = next[u];
-    }
+    });
   }
 };
 
@@ -242,6 +248,37 @@ __device__ inline void bitonic_sort_desc(uint64_t* keys, int n) {
   }
 }
 
+// The same sort for n <= kTopKThreads, one key per thread in a register:
+// partners less than a wave apart swap through shuffles and only the
+// farther ones through keys[] behind barriers (10 of the 45 stages at n =
+// 512). The shared-memory sort above spent a quarter of the top-k kernel's
+// instructions and most of its barriers there (ncu). Threads at or past n
+// sort zeros among themselves (n is a power of two, so their partners are
+// past n too).
+__device__ inline void bitonic_sort_desc_small(uint64_t* keys, int n) {
+  const int i = static_cast<int>(threadIdx.x);
+  uint64_t key = i < n ? keys[i] : 0;
+  for (int size = 2; size <= n; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      uint64_t other;
+      if (stride < warpSize) {  // uniform
+        other = wave_shfl_xor(key, stride);
+      } else {
+        __syncthreads();  // keys[] of the previous stage has been read
+        keys[i] = key;
+        __syncthreads();
+        other = keys[i ^ stride];
+      }
+      // The lower index of a pair keeps the larger key in a descending run.
+      const bool keep_max = ((i & stride) == 0) == ((i & size) == 0);
+      key = keep_max == (key > other) ? key : other;
+    }
+  }
+  __syncthreads();  // every read of keys[] is done
+  if (i < n) keys[i] = key;
+  __syncthreads();
+}
+
 __device__ inline int next_pow2(int x) {
   int n = 1;
   while (n < x) n <<= 1;
@@ -305,7 +342,8 @@ __device__ uint64_t rank_threshold(const Keys& src, uint32_t count, uint32_t ran
 
 // The sampled path for long rows. The radix passes over a whole row cost a
 // block ~11K instructions per warp at 32K blocks (ncu: 50 us for 64 rows,
-// one block per row). Instead: the r-th largest of kTopKSample evenly spaced
+// one block per row; 27.5 us with this path, the batched gather and the
+// register sort). Instead: the r-th largest of kTopKSample evenly spaced
 // keys is a threshold T, with r four standard deviations above the sample's
 // expected count of row winners, so that T lies below the row's k-th key;
 // one pass gathers the row's keys >= T (about r · visible / kTopKSample)
@@ -329,6 +367,38 @@ __device__ inline bool sampled_top_keys_apply(int32_t visible, int k) {
   return int64_t{sample_rank(visible, k)} * (visible / kTopKSample) <= kMaxWinners * 3 / 4;
 }
 
+// Appends the row's keys >= t to sh.keys (from sh.count on, capped at
+// kMaxWinners). About 1,150 of 32K keys pass at the model's shape, which
+// still puts one in most waves' batches; the general visit, a ballot and
+// an atomic per key, was half of the top-k kernel's instructions (ncu).
+// Here a wave's whole batch takes one ballot per score slot and one atomic.
+__device__ inline void gather_at_least(const RowKeys& row, uint64_t t, TopKShared& sh) {
+  const uint32_t t_hi = static_cast<uint32_t>(t >> 32);
+  row.visit_batches([&](const float (&s)[kRowBatch], uint32_t base) {
+    LaneMask taken[kRowBatch];
+    uint32_t total = 0;
+#pragma unroll
+    for (int u = 0; u < kRowBatch; ++u) {
+      const uint32_t b = base + u * kTopKThreads + threadIdx.x;
+      const uint32_t ord = orderable_score_bits(s[u]);  // the key's high half: compared first, 32-bit
+      taken[u] = wave_ballot(b < row.visible && (ord > t_hi || (ord == t_hi && select_key(s[u], b) >= t)));
+      total += static_cast<uint32_t>(lane_count(taken[u]));
+    }
+    if (total == 0) return;  // uniform over the wave
+    uint32_t at = 0;
+    if (lane_id() == 0) at = atomicAdd(&sh.count, total);
+    at = wave_read_lane(at, 0);
+    const LaneMask below = lanes_below();
+#pragma unroll
+    for (int u = 0; u < kRowBatch; ++u) {
+      const uint32_t b = base + u * kTopKThreads + threadIdx.x;
+      const uint32_t slot = at + static_cast<uint32_t>(lane_count(taken[u] & below));
+      if (((taken[u] >> lane_id()) & 1) != 0 && slot < kMaxWinners) sh.keys[slot] = select_key(s[u], b);
+      at += static_cast<uint32_t>(lane_count(taken[u]));
+    }
+  });
+}
+
 __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   const uint32_t stride = static_cast<uint32_t>(visible) / kTopKSample;
@@ -339,8 +409,7 @@ __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, in
   if (tid == 0) sh.count = 0;
   __syncthreads();
   const uint64_t t = rank_threshold(CandidateKeys{sh.cand, kTopKSample}, kTopKSample, sample_rank(visible, k), sh);
-  const RowKeys row{scores, static_cast<uint32_t>(visible)};
-  row.visit([&](uint64_t key, bool valid) { append_keys(sh.keys, &sh.count, kMaxWinners, valid && key >= t, key); });
+  gather_at_least(RowKeys{scores, static_cast<uint32_t>(visible)}, t, sh);
   __syncthreads();
   const uint32_t n = sh.count;
   if (n < static_cast<uint32_t>(k) || n > static_cast<uint32_t>(kMaxWinners)) return false;  // uniform
@@ -367,7 +436,11 @@ __device__ inline void select_top_keys(const float* scores, int32_t visible, int
   const int n = next_pow2(k);
   for (int i = k + tid; i < n; i += kTopKThreads) sh.keys[i] = 0;
   __syncthreads();
-  bitonic_sort_desc(sh.keys, n);
+  if (n <= kTopKThreads) {
+    bitonic_sort_desc_small(sh.keys, n);
+  } else {
+    bitonic_sort_desc(sh.keys, n);
+  }
 }
 
 }  // namespace qsa::gpu::select_detail
