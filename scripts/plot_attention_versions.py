@@ -28,6 +28,10 @@ VERSIONS = [  # (label, JSON file under docs/bench)
     ("v7", "issue7-versions/h200-2026-11-30-attention-v7-8warps-8ids.json"),
     ("v8", "issue7-versions/h200-2026-11-30-attention-v8-row-per-lane-copies.json"),
     ("v9", "h200-2026-11-30-issue7-db3eb09.json"),
+    # The same v9 kernel in three later processes (third pass, 40285ba): the spread between runs.
+    ("v9 r2", "h200-2026-11-30-issue7-40285ba.json"),
+    ("v9 r3", "issue7-versions/h200-2026-11-30-40285ba-repeat-a.json"),
+    ("v9 r4", "issue7-versions/h200-2026-11-30-40285ba-repeat-b.json"),
 ]
 ROWS = {64: ("vLLM Triton 68%", 68.0, "target 80%", 80.0), 256: ("vLLM Triton 80%", 80.0, "target 85%", 85.0)}
 
@@ -64,11 +68,13 @@ def main():
     labels = [v for v, _ in VERSIONS]
     for ax, rows in zip(axes, ROWS):
         vllm_label, vllm, target_label, target = ROWS[rows]
-        ax.bar(labels, data[rows], color="#4c72b0")
+        colors = ["#a1b5d8" if " r" in v else "#4c72b0" for v in labels]  # reruns of v9 lighter
+        ax.bar(labels, data[rows], color=colors)
+        ax.tick_params(axis="x", labelsize=7)
         ax.axhline(vllm, color="#dd8452", linestyle="--", label=vllm_label)
         ax.axhline(target, color="#55a868", linestyle=":", label=target_label)
         ax.set_title(f"{rows} rows, context 32K, bf16 KV")
-        ax.set_xlabel("version (docs/performance.md)")
+        ax.set_xlabel("version (v9 r2-r4: v9 rerun, later processes)", fontsize=9)
         ax.legend(loc="upper left", fontsize=8)
     axes[0].set_ylabel("% of copy bandwidth (same run)")
     axes[0].set_ylim(0, 100)
