@@ -9,11 +9,9 @@
 // tasks y·kGroups .. y·kGroups + kGroups - 1 of row x (those past the row's
 // last task idle), for x >= T the request tasks ((x - T)·Y + y)·kGroups ..
 // (Y the grid's height), so no group divides to find its task. No task
-// waits for another task's results; the barriers are the group fence of a
-// request task and, in a block whose groups all run indexer-Q or all main-Q
-// heads of one row, the one behind which they share the row's cos/sin. A
-// group dispatches on its task's kind once and runs that kind's body
-// (prepare_tasks.hpp).
+// waits for another, and the only barrier is the group fence of a request
+// task. A group dispatches on its task's kind once and runs that kind's
+// body (prepare_tasks.hpp).
 //
 // Why this shape: a step is latency-bound up to a few hundred rows (one
 // decode token moves ~85 KB) and issue-bound beyond, so a task must cost
@@ -21,13 +19,12 @@
 // issues all loads of its head row (and of its gate or V row) before it
 // uses any, and no load of a head waits on the row's metadata: padding rows
 // compute like real rows and store zeros (Dest::zero), so token_to_req is
-// not on any load's path. Each lane rotates whole frequency pairs, with
-// one fp64 sincos per pair slot computed after the loads are issued: by the
-// lane itself, or, where a block's four groups are heads of one kind and
-// row (28 of the model's 31 tasks), by the block's first group for all four
-// (the others wait at one barrier with their loads in flight; an earlier
-// kernel that filled a row's tables before any load paid that latency on
-// top). Registers decide how many tasks are resident: a body
+// not on any load's path. Each lane rotates whole frequency pairs with the
+// cos/sin it computes itself (one fp64 sincos per pair slot, after the
+// loads are issued), so a task needs neither shared memory nor a barrier:
+// every group of a row computes the same cos/sin, which costs less than the
+// previous kernel's tables (4 blocks per row, each filling the row's tables
+// behind a barrier). Registers decide how many tasks are resident: a body
 // holds indices only, the store destinations are formed after the norm, and
 // kernels without fp8 stores carry no fp8 code (kFp8), so the model's kernel
 // fits 64 registers without spilling. Angles, cos/sin, the rotation, the
@@ -78,9 +75,9 @@ using namespace prep;
 // Registers are allocated for the worst path of a kernel: the model's
 // bf16 kernel (main heads P = 1, T = 6) fits 64 per thread without
 // spilling, so an NVIDIA SM keeps 32 warps resident; the others get what
-// they need (T = 16 spills at 128 since the shared cos/sin table).
+// they need (the widest, P = 2 and T = 16, spills at 128).
 template <class Sm, bool kFp8>
-constexpr int kMinBlocks = Sm::kTail > 6 ? 3 : Sm::kPairs == 1 && !kFp8 ? 8 : 5;
+constexpr int kMinBlocks = Sm::kTail > 6 ? (Sm::kPairs == 2 ? 3 : 4) : Sm::kPairs == 1 && !kFp8 ? 8 : 5;
 
 // Main heads (Q, K) have shape Sm, indexer rows (indexer Q, pooled keys,
 // ring writes) shape Si. Block (x, y) holds tasks y·kGroups .. of row x
@@ -95,19 +92,12 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<Sm, kFp8>)) prepare_kern
     return;
   }
   const int64_t t = blockIdx.x;
-  // A block whose groups all run indexer-Q heads, or all main-Q heads, of
-  // row t shares one cos/sin table (head_task); the test is uniform over
-  // the block.
-  __shared__ double cos_sin[2 * kMaxPairs];
-  const int first = static_cast<int>(blockIdx.y) * kGroups;
-  const bool all_index_q = first + kGroups <= a.hi;
-  const bool all_q = first >= a.hi && first + kGroups <= a.hi + a.h;
   if (task < a.hi) {
-    head_task<Si, Kind::kIndexQ, kFp8>(a, t, task, all_index_q ? cos_sin : nullptr);
+    head_task<Si, Kind::kIndexQ, kFp8>(a, t, task);
   } else if (task < a.hi + a.h) {
-    head_task<Sm, Kind::kQ, false>(a, t, task - a.hi, all_q ? cos_sin : nullptr);  // Q and gate are always bf16
+    head_task<Sm, Kind::kQ, false>(a, t, task - a.hi);  // Q and gate are always bf16
   } else if (task < a.hi + a.h + a.g) {
-    head_task<Sm, Kind::kK, kFp8>(a, t, task - a.hi - a.h, nullptr);
+    head_task<Sm, Kind::kK, kFp8>(a, t, task - a.hi - a.h);
   } else if (task == a.row_tasks - 1) {
     pool_slot_task<Si, kFp8>(a, t);
   }

@@ -280,18 +280,6 @@ __device__ void pooled_row(int dim, const RopeArgs& rope, int r, bool round_pool
   }
 }
 
-// x / d, correctly rounded, for a divisor shared by many quotients: with
-// rcp = RN(1 / d) and q = RN(x · rcp) within an ulp of x / d, the exact
-// remainder fma(-d, q, x) corrects q to RN(x / d) (Markstein's theorem)
-// while x / d stays in the normal range, which a norm's quotient does
-// (|x| / rms <= sqrt(dim), rms >= sqrt(eps)). Three instructions where the
-// IEEE division takes about ten with its range check; callers keep the
-// division for a non-finite or zero d.
-__device__ inline float div_by_shared(float x, float d, float rcp) {
-  const float q = x * rcp;
-  return fmaf(fmaf(-d, q, x), rcp, q);
-}
-
 // Gemma RMSNorm of the group's row x in place, weights w, in fp32 as engines
 // do: the sum of squares over the lane's slots, the butterfly, sqrtf,
 // x / rms * (1 + w), optional bf16. (Any summation order is inside the fp32
@@ -302,17 +290,9 @@ __device__ void norm_row(int dim, const NormArgs& n, const RopeArgs& r, const Ro
 #pragma unroll
   for (int s = 0; s < S::kSlots; ++s) sq += x.v[s] * x.v[s];  // absent slots add 0
   const float rms = sqrtf(group_sum(sq) / static_cast<float>(dim_of<S>(dim)) + n.eps);
-  if (rms > 0.0f && rms < INFINITY) {  // uniform over the group
-    const float rcp = 1.0f / rms;
 #pragma unroll
-    for (int s = 0; s < S::kSlots; ++s) {
-      if (slot_present<S>(r, dim, s)) x.v[s] = div_by_shared(x.v[s], rms, rcp) * (1.0f + w.v[s]);
-    }
-  } else {  // an infinite (or NaN) sum of squares: the IEEE division's NaN and zeros
-#pragma unroll
-    for (int s = 0; s < S::kSlots; ++s) {
-      if (slot_present<S>(r, dim, s)) x.v[s] = x.v[s] / rms * (1.0f + w.v[s]);  // skips absent slots
-    }
+  for (int s = 0; s < S::kSlots; ++s) {
+    if (slot_present<S>(r, dim, s)) x.v[s] = x.v[s] / rms * (1.0f + w.v[s]);  // skips absent slots
   }
   if (!n.round) return;
 #pragma unroll

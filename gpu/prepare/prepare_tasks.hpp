@@ -52,14 +52,8 @@ __device__ inline Dest kv_dest(const KernelArgs& a, bool ok, int64_t slot, int h
 // earlier, they cost the widest kernels spills), then the cos/sin, the copy,
 // the norm, the rotated stores. Padding rows compute like real rows and
 // store zeros (Dest::zero), so token_to_req is on no load's path.
-//
-// shared (non-null only when every group of the block runs this kind on row
-// t): the first group computes the cos/sin of the row's pairs into it and
-// the others read them after a block barrier, rather than each group
-// computing the same fp64 angles and sincos (a quarter of a Q task's
-// instructions); the values are the same bits.
 template <class S, Kind K, bool kFp8>
-__device__ void head_task(const KernelArgs& a, int64_t t, int head, double* shared) {
+__device__ void head_task(const KernelArgs& a, int64_t t, int head) {
   constexpr bool kMain = K != Kind::kIndexQ, kCopy = K != Kind::kIndexQ;
   constexpr int P = S::kPairs, N = S::kSlots;  // the copied row: elements 2·lane + kGroup·n, + 1 in slots n, n + 1
   const RopeArgs& r = kMain ? a.rope_m : a.rope_i;
@@ -75,28 +69,10 @@ __device__ void head_task(const KernelArgs& a, int64_t t, int head, double* shar
   load_row(K == Kind::kIndexQ ? a.w_iq : K == Kind::kQ ? a.w_q : a.w_k, dim, r, w);
   const int req = a.token_to_req[t];
   const int64_t slot = K == Kind::kK ? a.main_slot[t] : 0;
+  int64_t pos[P];
+  lane_positions<S>(r, [&](int axis) { return a.rope_pos[axis * a.num_tokens + t]; }, pos);
   double c[P], s[P];
-  if (shared == nullptr || group_id() == 0) {
-    int64_t pos[P];
-    lane_positions<S>(r, [&](int axis) { return a.rope_pos[axis * a.num_tokens + t]; }, pos);
-    lane_cos_sin<S>(r, pos, c, s);
-  }
-  if (shared != nullptr) {  // uniform over the block
-    static_assert(P * kGroup <= kMaxPairs, "the table holds a group's pairs");
-    if (group_id() == 0) {
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        shared[p * kGroup + group_lane()] = c[p];
-        shared[kMaxPairs + p * kGroup + group_lane()] = s[p];
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      c[p] = shared[p * kGroup + group_lane()];
-      s[p] = shared[kMaxPairs + p * kGroup + group_lane()];
-    }
-  }
+  lane_cos_sin<S>(r, pos, c, s);
   const bool pad = req < 0 || req >= a.num_reqs;
   const bool kv_ok = K == Kind::kK && !pad && slot >= 0 && slot < a.kv_slots;
   if constexpr (kCopy) {  // the projections are bf16 values already: copies
