@@ -1,9 +1,11 @@
 // Programmatic dependent launch (NVIDIA sm_90+): a kernel that only
-// finishes what the kernel before it started (a split-K merge) can be
-// scheduled while that kernel still runs, do its independent loads, and
-// wait for the first kernel's results at one point, instead of paying its
-// launch and block scheduling after the first kernel drains. At one decode
-// row that gap is several microseconds of a ~20 us step.
+// finishes what the kernel before it started (a split-K merge, select's
+// top-k) can be scheduled while that kernel still runs, do its independent
+// loads, and wait for the first kernel's results at one point, instead of
+// paying its launch and block scheduling after the first kernel drains. At
+// one decode row that gap is several microseconds of a ~20 us step. A
+// kernel that needs everything before it (prepare) waits first thing and
+// still saves the scheduling.
 //
 // On HIP, and on NVIDIA before sm_90, the device calls are no-ops and
 // launch_dependent is a plain launch: the stream then orders the two

@@ -63,6 +63,7 @@
 #include <string>
 #include <utility>
 
+#include "gpu/common/dependent_launch.hpp"
 #include "gpu/prepare/prepare.hpp"
 #include "gpu/prepare/prepare_tasks.hpp"
 
@@ -85,6 +86,12 @@ constexpr int kMinBlocks = Sm::kTail > 6 ? (Sm::kPairs == 2 ? 3 : 4) : Sm::kPair
 // the block index without a division.
 template <class Sm, class Si, bool kFp8>
 __global__ void __launch_bounds__(kThreads, (kMinBlocks<Sm, kFp8>)) prepare_kernel(QSA_PREPARE_ARGS KernelArgs a) {
+  // Launched as a programmatic dependent (launch_kernel): the blocks may be
+  // resident before the stream's previous kernel (the projections, in a
+  // step) has finished; every input is read after this wait. The next
+  // kernel may be scheduled once every block has started.
+  wait_for_primary();
+  allow_dependent_launch();
   const int task = static_cast<int>(blockIdx.y) * kGroups + group_id();
   if (blockIdx.x >= a.num_tokens) {
     const int i = static_cast<int>((blockIdx.x - a.num_tokens) * gridDim.y) * kGroups + task;
@@ -245,7 +252,10 @@ void check_launch(const PrepareParams& p, const PrepareLayout& l, const PrepareA
 // prepare_kernel with the fewest slots that hold the heads (prepare_head.hpp):
 // the model's exact shapes where they fit, else shared shapes for both kinds
 // of rows with P pair slots and T = 6 (the model's main heads) or 16 (the
-// widest heads) tail slots.
+// widest heads) tail slots. A programmatic dependent launch: at decode
+// sizes the kernel is a few microseconds of latency, and the launch and
+// block scheduling after the previous kernel drains were a visible part of
+// it (dependent_launch.hpp).
 template <bool kFp8>
 void launch_kernel(const PrepareParams& p, bool exact_ok, const KernelArgs& a, dim3 grid, hipStream_t stream) {
   static_assert(16 * kGroup >= kMaxDim && 2 * kGroup >= kMaxPairs, "the widest kernel holds every head accepted");
@@ -253,14 +263,14 @@ void launch_kernel(const PrepareParams& p, bool exact_ok, const KernelArgs& a, d
   using Indexer = Shape<1, 2, true>;
   if (exact_ok && fills<Main>(p.rope_main.rotary_dim, p.head_dim) &&
       fills<Indexer>(p.rope_index.rotary_dim, p.indexer_dim)) {
-    prepare_kernel<Main, Indexer, kFp8><<<grid, kThreads, 0, stream>>>(a);
+    launch_dependent(prepare_kernel<Main, Indexer, kFp8>, grid, dim3(kThreads), stream, a);
     return;
   }
   const int pairs = std::max(p.rope_index.rotary_dim, p.rope_main.rotary_dim) / 2;
   const int tail = std::max(p.indexer_dim - p.rope_index.rotary_dim, p.head_dim - p.rope_main.rotary_dim);
   auto run = [&](auto shape) {
     using S = decltype(shape);
-    prepare_kernel<S, S, kFp8><<<grid, kThreads, 0, stream>>>(a);
+    launch_dependent(prepare_kernel<S, S, kFp8>, grid, dim3(kThreads), stream, a);
   };
   if (pairs <= kGroup) {
     tail <= 6 * kGroup ? run(Shape<1, 6, false>{}) : run(Shape<1, 16, false>{});
