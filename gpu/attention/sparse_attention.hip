@@ -227,7 +227,7 @@ void launch_merge(const KernelArgs& a, const SparseAttentionDims& dims, int head
 }
 
 void require_aligned(const void* ptr, const char* what) {
-  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+  if (!is_aligned(ptr, 16))
     throw InputError(std::string("gpu attention: ") + what + " must be 16-byte aligned");
 }
 

@@ -484,8 +484,6 @@ void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
   QSA_GPU_CHECK_LAUNCH();
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 }  // namespace
 
 bool mma_decode_params_supported(int head_dim, int group, PRounding p_rounding) {
@@ -497,7 +495,7 @@ bool mma_decode_supported(const KernelArgs& a, int head_dim, int group) {
   // Slots are kept as int32 in shared memory.
   const bool slots_fit = a.num_pages * static_cast<int64_t>(a.page_size) <= INT32_MAX;
   return (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= kM && a.round_p &&
-         slots_fit && aligned16(a.q) && aligned16(a.k_cache) && aligned16(a.v_cache);
+         slots_fit && is_aligned(a.q, 16) && is_aligned(a.k_cache, 16) && is_aligned(a.v_cache, 16);
 }
 
 int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, bool fp8) {

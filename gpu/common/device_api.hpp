@@ -8,6 +8,7 @@
 // list by hand when a new runtime call is needed (keep it small).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "reference/core/errors.hpp"
@@ -55,6 +56,10 @@ namespace qsa::gpu {
   throw InternalError(std::string("GPU call failed: ") + stmt + " -> " + hipGetErrorString(err) + " at " +
                       file + ":" + std::to_string(line));
 }
+
+// Whether ptr is a multiple of n bytes: the launchers' test before they
+// pick vector loads and stores (or refuse a pointer that needs them).
+inline bool is_aligned(const void* ptr, uintptr_t n) { return reinterpret_cast<uintptr_t>(ptr) % n == 0; }
 
 // Wave (warp) width is a property of the device, never a literal. Device
 // code reads the `warpSize` builtin, which both HIP and CUDA provide.

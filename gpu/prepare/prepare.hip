@@ -188,8 +188,6 @@ void require(const void* ptr, const char* name) {
 // Every row has H_I + H + G head tasks and a pooling slot.
 int row_tasks(const PrepareParams& p) { return p.indexer_heads + p.heads + p.kv_heads + 1; }
 
-bool aligned(const void* ptr, uintptr_t n) { return reinterpret_cast<uintptr_t>(ptr) % n == 0; }
-
 // Whether every bf16 output row starts 4-byte aligned for bf16 pair stores
 // (KernelArgs::vec2): even head dims and aligned base pointers (fp8 codes
 // are stored one by one).
@@ -203,7 +201,7 @@ bool rows_aligned(const PrepareParams& p, const PrepareArgs& in) {
                         kv_bf16 ? in.k_cache : nullptr,
                         kv_bf16 ? in.v_cache : nullptr};
   for (const void* ptr : rows)
-    if (!aligned(ptr, 4)) return false;
+    if (!is_aligned(ptr, 4)) return false;
   return p.indexer_dim % 2 == 0 && p.head_dim % 2 == 0;
 }
 
@@ -219,7 +217,7 @@ bool inputs_aligned(const PrepareArgs& in) {
   const void* rows[] = {in.index_qk,       in.qg, in.k, in.v, in.index_q_norm_w, in.index_k_norm_w, in.q_norm_w,
                         in.k_norm_w, in.ring_keys};
   for (const void* ptr : rows)
-    if (!aligned(ptr, 8)) return false;
+    if (!is_aligned(ptr, 8)) return false;
   return true;
 }
 

@@ -373,7 +373,7 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
   // The decode scorer's 16-byte key reads: whole vectors per key row and an
   // aligned cache (rows then start at multiples of 16 bytes too).
   const bool vector_keys =
-      p.dim % 16 == 0 && reinterpret_cast<uintptr_t>(compressed_keys) % 16 == 0;
+      p.dim % 16 == 0 && is_aligned(compressed_keys, 16);
   const SelectPrefillShape shape = select_prefill_shape(p);
   const SelectPrefillShape* prefill =
       resolve_select_path(p, layout, path) == SelectPath::kPrefill ? &shape : nullptr;
