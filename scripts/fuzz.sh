@@ -66,28 +66,8 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer-15 || command -v llvm-symbolizer || true)
 [[ -n $symbolizer ]] && export ASAN_SYMBOLIZER_PATH=$symbolizer
 
-# blame LOG: "hdf5" when the report's faulting stack reaches libhdf5 before
-# any qsa source and the memory involved is HDF5's own (allocated there, not
-# on a qsa stack frame); otherwise "qsa". Unattributable reports (an
-# out-of-memory, a stack of runtime frames only) count as qsa's.
-blame() {
-  awk '
-    function owner(line) {
-      if (line ~ /libhdf5/) return "hdf5"
-      if (line ~ /\/(harness|reference|gpu|tests)\/[^ ]*\.(cpp|hpp|hip):[0-9]+/) return "qsa"
-      return ""
-    }
-    BEGIN { section = "access" }
-    /ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|deadly signal/ { reported = 1 }
-    !reported { next }
-    /allocated by thread|freed by thread/ { section = "memory"; next }
-    /is located in stack of thread/ { section = "stack"; next }
-    /^ *#[0-9]+ 0x/ { o = owner($0); if (o != "" && !(section in first)) first[section] = o }
-    END {
-      hdf5 = first["access"] == "hdf5" && (!("memory" in first) || first["memory"] == "hdf5") && first["stack"] != "qsa"
-      print hdf5 ? "hdf5" : "qsa"
-    }' "$1"
-}
+# Who is to blame for a report: scripts/fuzz_blame.awk (its comment says how).
+blame() { awk -f scripts/fuzz_blame.awk "$1"; }
 
 echo "fuzz: ${seconds} s of $fuzzer over tests/fuzz/corpus and tests/fuzz/regressions"
 deadline=$((SECONDS + seconds))
@@ -117,8 +97,9 @@ while ((deadline - SECONDS > 0)); do
     echo "fuzz: a finding inside HDF5 itself: $kept (report: $kept.log); fuzzing on"
     continue
   fi
-  echo "fuzz: FINDING (libFuzzer exit $status); the end of the log ($log):"
-  tail -n 80 "$log"
+  echo "fuzz: FINDING (libFuzzer exit $status); the report ($log):"
+  report_from=$(grep -n -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|deadly signal' "$log" | cut -d: -f1 || true)
+  if [[ -n $report_from ]]; then sed -n "${report_from},\$p" "$log" | head -n 120; else tail -n 80 "$log"; fi
   if [[ -z $artifact ]]; then
     echo "fuzz: libFuzzer saved no input; the log above says why"
     exit 1
