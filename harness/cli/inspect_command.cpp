@@ -6,6 +6,7 @@
 
 #include "harness/cli/commands.hpp"
 #include "harness/compare/json_writer.hpp"
+#include "harness/trace/decode_guard.hpp"
 #include "harness/trace/trace_io.hpp"
 
 namespace qsa::cli {
@@ -38,6 +39,10 @@ bool parse_output_path(const std::string& p, size_t& step, std::string& name) {
 int run_inspect(const InspectArgs& a) {
   TraceReadOptions ro;
   ro.load_outputs = false;
+  decode_in_child_first(a.trace, [&] {
+    read_trace(a.trace, ro);
+    list_datasets(a.trace);
+  });
   const Trace t = read_trace(a.trace, ro);
   const std::vector<DatasetInfo> datasets = list_datasets(a.trace);
   std::vector<StepInfo> steps(t.steps.size());

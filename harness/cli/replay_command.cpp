@@ -10,6 +10,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/compare/report.hpp"
 #include "harness/replay/replay.hpp"
+#include "harness/trace/decode_guard.hpp"
 #include "harness/trace/trace_io.hpp"
 
 namespace qsa::cli {
@@ -36,7 +37,7 @@ int run_replay(const ReplayArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   TraceReadOptions ro;
   ro.max_bytes = static_cast<int64_t>(a.max_memory_gib * double(int64_t{1} << 30));
-  Trace trace = read_trace(a.trace, ro);
+  Trace trace = read_trace_guarded(a.trace, ro);
   if (!a.profile.empty()) {
     // A what-if: replay under another precision profile than the recorded one
     // (e.g. engine against a transformers bf16 trace) to see what it costs.

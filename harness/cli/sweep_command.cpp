@@ -7,6 +7,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/gen/generator.hpp"
 #include "harness/sweep/sweep_runner.hpp"
+#include "harness/trace/decode_guard.hpp"
 #include "harness/trace/trace_io.hpp"
 
 namespace qsa::cli {
@@ -57,7 +58,7 @@ std::vector<SweepTrace> load_inputs(const SweepArgs& a) {
   TraceReadOptions ro;
   ro.max_bytes = static_cast<int64_t>(a.max_memory_gib * double(int64_t{1} << 30));
   ro.load_outputs = false;  // the sweep reruns every step itself
-  for (const std::string& path : a.traces) inputs.push_back({path, file_identity(path), read_trace(path, ro)});
+  for (const std::string& path : a.traces) inputs.push_back({path, file_identity(path), read_trace_guarded(path, ro)});
   if (!a.gen_preset.empty()) {
     GenOptions g = a.gen;
     g.inputs_only = true;
