@@ -48,7 +48,7 @@ void decode_in_child_first(const std::string& path, const std::function<void()>&
     if (errno != EINTR) return;  // our own child cannot be lost; decode unguarded if it is
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == kDecodeFinished) return;
-  throw InputError(fmt::format(
+  throw IoError(fmt::format(
       "{}: decoding the file crashed HDF5: a child process that read it first {}. The file is corrupt "
       "in a way HDF5 1.10 does not detect; nothing was read from it (docs/robustness.md)",
       h5::quoted(path), describe_death(status)));

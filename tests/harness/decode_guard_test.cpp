@@ -1,5 +1,5 @@
 // decode_in_child_first: a decode that kills its process (as HDF5 1.10 does on
-// a few corrupt files) becomes an InputError naming the file, while a decode
+// a few corrupt files) becomes an IoError naming the file, while a decode
 // that returns or throws leaves the parent to decode and report for itself.
 // The real HDF5 crashes are the cli.adversarial case (tests/fuzz/hdf5-known).
 #include "harness/trace/decode_guard.hpp"
@@ -19,15 +19,15 @@ namespace {
 
 using testing_support::expect_error;
 
-TEST(DecodeGuard, ChildKilledBySignalIsAnInputErrorNamingTheFile) {
+TEST(DecodeGuard, ChildKilledBySignalIsAnIoErrorNamingTheFile) {
   // SIGKILL, not SIGSEGV: a sanitizer would catch the SEGV and exit instead.
-  expect_error<InputError>([] { decode_in_child_first("x.h5", [] { ::kill(::getpid(), SIGKILL); }); },
+  expect_error<IoError>([] { decode_in_child_first("x.h5", [] { ::kill(::getpid(), SIGKILL); }); },
                            {"'x.h5'", "crashed HDF5", "died with signal 9", "docs/robustness.md"});
 }
 
-TEST(DecodeGuard, ChildExitingAbnormallyIsAnInputError) {
+TEST(DecodeGuard, ChildExitingAbnormallyIsAnIoError) {
   // What a sanitizer's report does: print, then exit non-zero.
-  expect_error<InputError>([] { decode_in_child_first("y.h5", [] { std::_Exit(1); }); },
+  expect_error<IoError>([] { decode_in_child_first("y.h5", [] { std::_Exit(1); }); },
                            {"'y.h5'", "crashed HDF5", "exited with status 1"});
 }
 
