@@ -18,5 +18,5 @@ for log in "$src"/tests/fuzz/blame/*.log; do
     echo "ok: $(basename "$log") -> $got"
   fi
 done
-((n >= 6)) || { echo "FAIL: only $n reports found under $src/tests/fuzz/blame"; exit 1; }
+((n >= 7)) || { echo "FAIL: only $n reports found under $src/tests/fuzz/blame"; exit 1; }
 exit $failed
