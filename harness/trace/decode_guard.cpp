@@ -1,6 +1,7 @@
 #include "harness/trace/decode_guard.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +49,14 @@ void decode_in_child_first(const std::string& path, const std::function<void()>&
     if (errno != EINTR) return;  // our own child cannot be lost; decode unguarded if it is
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == kDecodeFinished) return;
+  // SIGKILL is what the kernel's out-of-memory killer sends: a large trace
+  // within the --max-memory budget, not a corrupt file.
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+    throw IoError(fmt::format(
+        "{}: a child process decoding the file first was killed (signal 9), most likely by the kernel "
+        "for running out of memory; free memory or lower --max-memory, the bound on what a trace may "
+        "make qsa allocate",
+        h5::quoted(path)));
   throw IoError(fmt::format(
       "{}: decoding the file crashed HDF5: a child process that read it first {}. The file is corrupt "
       "in a way HDF5 1.10 does not detect; nothing was read from it (docs/robustness.md)",

@@ -20,15 +20,21 @@ namespace {
 using testing_support::expect_error;
 
 TEST(DecodeGuard, ChildKilledBySignalIsAnIoErrorNamingTheFile) {
-  // SIGKILL, not SIGSEGV: a sanitizer would catch the SEGV and exit instead.
-  expect_error<IoError>([] { decode_in_child_first("x.h5", [] { ::kill(::getpid(), SIGKILL); }); },
-                           {"'x.h5'", "crashed HDF5", "died with signal 9", "docs/robustness.md"});
+  // SIGABRT (what HDF5's own assertions raise), not SIGSEGV: a sanitizer
+  // would catch the SEGV and exit instead.
+  expect_error<IoError>([] { decode_in_child_first("x.h5", [] { std::abort(); }); },
+                        {"'x.h5'", "crashed HDF5", "died with signal 6", "docs/robustness.md"});
+}
+
+TEST(DecodeGuard, ChildKilledOutrightIsReportedAsLikelyOutOfMemory) {
+  expect_error<IoError>([] { decode_in_child_first("big.h5", [] { ::kill(::getpid(), SIGKILL); }); },
+                        {"'big.h5'", "killed (signal 9)", "out of memory", "--max-memory"});
 }
 
 TEST(DecodeGuard, ChildExitingAbnormallyIsAnIoError) {
   // What a sanitizer's report does: print, then exit non-zero.
   expect_error<IoError>([] { decode_in_child_first("y.h5", [] { std::_Exit(1); }); },
-                           {"'y.h5'", "crashed HDF5", "exited with status 1"});
+                        {"'y.h5'", "crashed HDF5", "exited with status 1"});
 }
 
 TEST(DecodeGuard, TypedErrorsAreLeftToTheParentsOwnDecode) {
