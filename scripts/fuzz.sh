@@ -86,7 +86,7 @@ while ((deadline - SECONDS > 0)); do
   status=$?
   set -e
   rm -f /dev/shm/__KMP_REGISTERED_LIB_"$pid"_*  # libomp's, left behind when a finding aborts
-  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' "$log" || true
+  grep -E '^(INFO: Seed:|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' "$log" || true
   ((status == 0)) && break
   artifact=$(grep -o 'Test unit written to [^ ]*' "$log" | awk '{print $5}' | tail -n 1 || true)
   if [[ -n $artifact && $(blame "$log") == hdf5 ]]; then
@@ -103,6 +103,16 @@ while ((deadline - SECONDS > 0)); do
   if [[ -z $artifact ]]; then
     echo "fuzz: libFuzzer saved no input; the log above says why"
     exit 1
+  fi
+  # A finding can need the inputs run before it in the same process (state
+  # left in HDF5's heap, as in CI on 2026-11-30); then its input alone does
+  # not reproduce it, and the seed of the run is what does.
+  if "$fuzzer" "$artifact" >"$log.alone" 2>&1; then
+    seed=$(grep -o -m1 'INFO: Seed: [0-9]*' "$log" | awk '{print $3}' || true)
+    echo "fuzz: the input ALONE DOES NOT reproduce it ($log.alone): it depends on the inputs run before it."
+    echo "  This run's libFuzzer seed was ${seed:-unknown}; rerun with -seed=${seed:-N} over the same corpus folders."
+  else
+    echo "fuzz: the input alone reproduces it ($log.alone)"
   fi
   cat <<EOF
 
