@@ -23,8 +23,9 @@
 // candidates alone. Long rows try a sampled threshold first (one pass over
 // the row instead of two or three; sampled_top_keys), falling back to the
 // passes above when the sample misleads. The k winners are sorted
-// descending with a bitonic sort in shared memory, which gives the
-// canonical order.
+// descending with a bitonic sort, which gives the canonical order: one key
+// per thread in registers and shuffles when k fits the block
+// (bitonic_sort_desc_small), else in shared memory.
 //
 // Every function here runs in the whole block (barriers and ballots), whose
 // size must be kTopKThreads.
