@@ -245,6 +245,12 @@ bool tensor_core_attention_available(const AttentionParams& p) {
   return p.kv_heads > 0 && attn::mma_decode_params_supported(p.head_dim, p.heads / p.kv_heads, p.p_rounding);
 }
 
+int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t rows, int ids_per_split) {
+  if (!tensor_core_attention_available(p)) return 0;
+  return attn::mma_decode_splits(rows * p.kv_heads, sparse_attention_columns(p),
+                                 sparse_attention_splits(p, ids_per_split), p.head_dim, kv == KvDtype::kFp8);
+}
+
 AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path) {
   if (p.p_rounding != PRounding::kBf16Normalized) {
@@ -369,17 +375,16 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
   const bool fp8 = kv.dtype == KvDtype::kFp8;
   if (path != AttentionPath::kDecodePortable && p.p_rounding != PRounding::kBf16Normalized &&
       attn::mma_decode_supported(a, p.head_dim, group)) {
-    // The tensor-core kernel picks its own split count, never more than the
-    // workspace sized for `splits` holds.
+    // The tensor-core kernel picks its own split count, never more than
+    // `splits`, and merges a row's splits inside one thread block cluster
+    // (no workspace, no merge kernel). The split count is the cluster's
+    // size, so the last splits may have no columns.
     const int cols = sparse_attention_columns(p);
-    const int want = attn::mma_decode_splits(dims.num_tokens * p.kv_heads, cols, splits, p.head_dim, fp8);
-    const int per = (cols + want - 1) / want;
+    a.splits = tensor_core_attention_splits(p, kv.dtype, dims.num_tokens, ids_per_split);
+    const int per = (cols + a.splits - 1) / a.splits;
     a.ids_per_split = std::max(attn::kMmaTile, (per + attn::kMmaTile - 1) / attn::kMmaTile * attn::kMmaTile);
-    a.splits = std::max(1, (cols + a.ids_per_split - 1) / a.ids_per_split);
     a.head_chunks = 1;
-    set_workspace(a, args, dims, p);
     attn::launch_mma_decode(a, p.head_dim, dims.num_tokens, fp8, stream);
-    if (a.splits > 1) launch_merge(a, dims, p.head_dim, stream);
     return;
   }
   set_workspace(a, args, dims, p);

@@ -97,6 +97,14 @@ AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAtten
 // 256, H/G <= 16. kAuto then takes the decode path for every step.
 bool tensor_core_attention_available(const AttentionParams& p);
 
+// The splits of each row the tensor-core decode kernel takes for `rows` rows
+// of params p and kv dtype `kv` on the current device (never more than
+// sparse_attention_splits(p, ids_per_split)); 0 where it is not available
+// for p. A row's splits run as one thread block cluster and merge there, so
+// this is a power of two of at most 16, and 1 on devices without clusters.
+int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t rows,
+                                 int ids_per_split = kDefaultIdsPerSplit);
+
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards
 // cheap bounds as well, so bad ids can never make it read out of bounds.

@@ -39,6 +39,7 @@ struct AttnSpec {
   Fp8Flavor flavor = Fp8Flavor::kE4m3fn;
   bool round_logits = false;  // knobs on top of the profile
   bool round_sigmoid = false;
+  bool one_row = false;  // request 0's decode row alone (one row: a whole cluster per KV group)
 };
 
 inline std::string spec_name(const AttnSpec& s) {
@@ -48,6 +49,7 @@ inline std::string spec_name(const AttnSpec& s) {
   if (s.kv == KvDtype::kFp8) n += s.flavor == Fp8Flavor::kE4m3fnuz ? "_fp8fnuz" : "_fp8fn";
   if (s.round_logits) n += "_rlogits";
   if (s.round_sigmoid) n += "_rsigmoid";
+  if (s.one_row) n += "_1row";
   return n;
 }
 
@@ -138,8 +140,9 @@ inline AttnCase make_attn_case(const AttnSpec& s, const QsaConfig& c, uint64_t s
   const int32_t ctx0 = s.ids + 150, ctx1 = std::max(s.ids / 2, 8) + 20;
   const int32_t pages_per_req = (std::max(ctx0 + 1, ctx1 + 2) + c.page_size - 1) / c.page_size;
   const int64_t num_pages = 2 * int64_t{pages_per_req};
-  StepMetadata meta = simple_step({ctx0, ctx1}, {1, 2}, pages_per_req, /*padding_rows=*/1);
-  meta.ring_blocks = {0, 1};
+  StepMetadata meta = s.one_row ? simple_step({ctx0}, {1}, pages_per_req)
+                               : simple_step({ctx0, ctx1}, {1, 2}, pages_per_req, /*padding_rows=*/1);
+  meta.ring_blocks = s.one_row ? std::vector<int32_t>{0} : std::vector<int32_t>{0, 1};
   const StepLayout full = derive_step_layout(c, {num_pages, num_pages}, meta);
   MainKvCache cache = random_kv_cache(c, full, num_pages, s.kv, seed);
   meta.block_table.at(0, 1) = -1;  // request 0 loses page 1 (tokens 64..127) after the writes

@@ -14,15 +14,19 @@
 //    KV in both flavours, bf16 logits and sigmoid (smoke tests of the knobs).
 //  - Split-K: the same long rows with splits of 32 to 1024 ids and one
 //    split, all within the fp32 bound of the reference; the engine profile
-//    through both decode kernels at several split sizes.
+//    through both decode kernels at several split sizes, which give the
+//    tensor-core kernel clusters of 16, 8, 4, 2 and 1 blocks per row; one
+//    decode row alone (the shape where a row spreads over a whole cluster).
 //  - Every spec also through the portable decode kernel (kDecodePortable),
 //    since kDecode takes the tensor-core kernel where it applies.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "tests/gpu/sparse_attention_case.hpp"
+#include "gpu/common/device_limits.hpp"
 #include "tests/gpu/sparse_attention_run.hpp"
 
 namespace qsa {
@@ -132,10 +136,59 @@ TEST(GpuSparseAttentionSplits, EngineKernelsMatchReferenceAtEverySplitSize) {
   const uint64_t seed = gpu_test::case_seed("engine-splits");
   const gpu_test::AttnCase c = gpu_test::make_attn_case(long_rows(256, 12, PrecisionProfile::kEngine), seed);
   for (auto path : {gpu::AttentionPath::kDecode, gpu::AttentionPath::kDecodePortable})
-    for (int ids_per_split : {32, 64, 256, 2176}) {
+    for (int ids_per_split : {32, 64, 128, 256, 512, 1024, 2176}) {
       SCOPED_TRACE(testing::Message() << "seed " << seed << ", ids_per_split " << ids_per_split << ", path "
                                       << (path == gpu::AttentionPath::kDecode ? "decode" : "portable"));
       gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, path, nullptr, ids_per_split));
+    }
+}
+
+// The tensor-core kernel's split count is a cluster's size: a power of two
+// of at most 16, never more than the caller's splits, one where the caller
+// allows one. On an H200-class device (clusters, 100+ SMs) the 4-row case's
+// 8 (row, group) pairs get 8 / 4 / 2 blocks each when the caller allows 9 /
+// 5 / 3 splits, and one decode row (2 pairs) 16.
+TEST(GpuSparseAttentionSplits, TensorCoreSplitsFormOneCluster) {
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(long_rows(256, 12, PrecisionProfile::kEngine), 1);
+  const AttentionParams& p = c.params;
+  ASSERT_TRUE(gpu::tensor_core_attention_available(p));
+  for (int ids_per_split : {32, 64, 128, 256, 512, 1024, 2176}) {
+    SCOPED_TRACE(testing::Message() << "ids_per_split " << ids_per_split);
+    const int s = gpu::tensor_core_attention_splits(p, KvDtype::kBf16, c.layout.num_tokens, ids_per_split);
+    EXPECT_GE(s, 1);
+    EXPECT_LE(s, 16);
+    EXPECT_EQ(s & (s - 1), 0) << s << " is not a power of two";
+    EXPECT_LE(s, gpu::sparse_attention_splits(p, ids_per_split));
+  }
+  EXPECT_EQ(gpu::tensor_core_attention_splits(p, KvDtype::kBf16, 4, 2176), 1);
+  const gpu::DeviceLimits& d = gpu::device_limits();
+  if (!d.clusters || d.multiprocessors < 100) GTEST_SKIP() << "the sizes below are the H200's";
+  EXPECT_EQ(gpu::tensor_core_attention_splits(p, KvDtype::kBf16, 4, 256), 8);
+  EXPECT_EQ(gpu::tensor_core_attention_splits(p, KvDtype::kBf16, 4, 512), 4);
+  EXPECT_EQ(gpu::tensor_core_attention_splits(p, KvDtype::kBf16, 4, 1024), 2);
+  EXPECT_EQ(gpu::tensor_core_attention_splits(p, KvDtype::kBf16, 1, 64), 16);
+  EXPECT_EQ(gpu::tensor_core_attention_splits(p, KvDtype::kFp8, 1, 64), 16);
+}
+
+// One decode row of 2051 counted ids, alone in its step: every KV group's
+// row spreads over a whole cluster (16 blocks on the H200), whose blocks
+// merge through each other's shared memory. Engine and exact profiles
+// (the exact one takes the portable kernel), bf16 and fp8 KV.
+TEST(GpuSparseAttentionSplits, OneDecodeRowMatchesReference) {
+  const uint64_t seed = gpu_test::case_seed("one-row");
+  for (auto profile : {PrecisionProfile::kEngine, PrecisionProfile::kExact})
+    for (KvDtype kv : {KvDtype::kBf16, KvDtype::kFp8}) {
+      AttnSpec s = long_rows(256, 12, profile);
+      s.one_row = true;
+      s.kv = kv;
+      const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
+      ASSERT_EQ(c.layout.num_tokens, 1);
+      for (int ids_per_split : {64, 128, 256}) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(s)
+                                        << ", ids_per_split " << ids_per_split << ", tensor-core splits "
+                                        << gpu::tensor_core_attention_splits(c.params, kv, 1, ids_per_split));
+        gpu_test::expect_matches_reference(c, gpu_test::run_gpu(c, ids_per_split));
+      }
     }
 }
 
