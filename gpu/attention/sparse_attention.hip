@@ -149,6 +149,7 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, in
     gate[j] = d < head_dim ? a.gate[head * head_dim + d] : 0;
   }
   wait_for_primary();  // the gates are older than the attention kernel; ws_* are its output
+  allow_dependent_launch();  // the next kernel (a dependent launch) may get its blocks ready
   float batch[kMergeDims][kMergeBatch];
   load_batch(0, batch);
 
@@ -375,16 +376,17 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
   const bool fp8 = kv.dtype == KvDtype::kFp8;
   if (path != AttentionPath::kDecodePortable && p.p_rounding != PRounding::kBf16Normalized &&
       attn::mma_decode_supported(a, p.head_dim, group)) {
-    // The tensor-core kernel picks its own split count, never more than
-    // `splits`, and merges a row's splits inside one thread block cluster
-    // (no workspace, no merge kernel). The split count is the cluster's
-    // size, so the last splits may have no columns.
+    // The tensor-core kernel picks its own split count, never more than the
+    // workspace sized for `splits` holds.
     const int cols = sparse_attention_columns(p);
-    a.splits = tensor_core_attention_splits(p, kv.dtype, dims.num_tokens, ids_per_split);
-    const int per = (cols + a.splits - 1) / a.splits;
+    const int want = tensor_core_attention_splits(p, kv.dtype, dims.num_tokens, ids_per_split);
+    const int per = (cols + want - 1) / want;
     a.ids_per_split = std::max(attn::kMmaTile, (per + attn::kMmaTile - 1) / attn::kMmaTile * attn::kMmaTile);
+    a.splits = std::max(1, (cols + a.ids_per_split - 1) / a.ids_per_split);
     a.head_chunks = 1;
+    set_workspace(a, args, dims, p);
     attn::launch_mma_decode(a, p.head_dim, dims.num_tokens, fp8, stream);
+    if (a.splits > 1) launch_merge(a, dims, p.head_dim, stream);
     return;
   }
   set_workspace(a, args, dims, p);

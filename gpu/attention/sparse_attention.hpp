@@ -98,10 +98,10 @@ AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAtten
 bool tensor_core_attention_available(const AttentionParams& p);
 
 // The splits of each row the tensor-core decode kernel takes for `rows` rows
-// of params p and kv dtype `kv` on the current device (never more than
-// sparse_attention_splits(p, ids_per_split)); 0 where it is not available
-// for p. A row's splits run as one thread block cluster and merge there, so
-// this is a power of two of at most 16, and 1 on devices without clusters.
+// of params p and KV dtype `kv` on the current device: enough blocks to fill
+// the device about once, at least one step of ids per warp, never more than
+// sparse_attention_splits(p, ids_per_split); 0 where the kernel is not
+// available for p.
 int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t rows,
                                  int ids_per_split = kDefaultIdsPerSplit);
 

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "gpu/attention/sparse_attention_mma.hpp"
-#include "gpu/common/cluster_sm90.hpp"
 #include "gpu/common/dependent_launch.hpp"
 #include "gpu/common/device_limits.hpp"
 #include "gpu/common/mma_sm80.hpp"
@@ -31,7 +30,6 @@ constexpr int kNT = kMmaTile;     // ids per warp step
 constexpr int kStages = 3;        // steps in each warp's shared-memory ring (two in flight)
 constexpr int kM = 16;            // query heads per block, padded to the mma's rows
 constexpr int kWarpChunk = 256;   // ids whose slots a warp resolves together (8 per lane)
-constexpr int kMaxSplits = 16;    // blocks of a cluster (16: NVIDIA's non-portable maximum)
 static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step");
 
 // Shared-memory layout for head dim D and cache element KvT: Q once, then
@@ -59,13 +57,9 @@ struct Smem {
   static constexpr int kStats = kWarp0 + kWarps * kWarpBytes; // m, l [2][kWarps][kM]; final m, l [2][kM]
   static constexpr int kBytes = kStats + (2 * kWarps * kM + 2 * kM) * 4;
   // The cross-warp merge buffer [kWarps][kM][kMergePitch] floats reuses the
-  // warps' regions once every warp has finished its ids, and so does the
-  // block's merged, unnormalised output [kM][D] that the cluster's blocks
-  // read from each other when a row is split (after the merge buffer: both
-  // are live at once).
+  // warps' regions once every warp has finished its ids.
   static constexpr int kMergePitch = D + 4;
-  static constexpr int kPart = kWarp0 + kWarps * kM * kMergePitch * 4;
-  static_assert(kPart + kM * D * 4 <= kWarp0 + kWarps * kWarpBytes, "merge buffer and block sums fit the rings");
+  static_assert(kWarps * kM * kMergePitch * 4 <= kWarps * kWarpBytes, "merge buffer fits the rings");
   static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kWide % 16 == 0 && kSlots % 16 == 0,
                 "16-byte aligned regions");
 };
@@ -235,46 +229,6 @@ __device__ inline float softmax_row(const KernelArgs& a, float& s0, float& s1, f
   return alpha;
 }
 
-// Log-sum-exp merge of a row's splits, one block per split in one cluster
-// (the launcher makes the cluster the grid's z, so block rank r is split r):
-// A = sum_r part_r w_r / sum_r l_r w_r with w_r = exp(m_r - max m), read
-// from the blocks' shared memory, in split order (deterministic); splits
-// that attended nothing carry m = -inf (w = 0), a row where all did outputs
-// 0. This block stores outputs [own0, own1) of the group, whose gates the
-// caller loaded. Every thread of every block of the cluster must call it.
-template <int D>
-__device__ void merge_cluster(const KernelArgs& a, int64_t out0, int own0, int own1, const float* part,
-                              const float* fin_m, const float* fin_l, const uint16_t* gates) {
-  constexpr int kPerThread = kM * D / kBlock;
-  const int tid = static_cast<int>(threadIdx.x);
-  const uint32_t part_addr = smem_addr(part), m_addr = smem_addr(fin_m), l_addr = smem_addr(fin_l);
-  sm90::cluster_sync();  // every block's part, fin_m and fin_l are written
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = own0 + tid + k * kBlock;
-    if (i >= own1) break;
-    const uint32_t h4 = static_cast<uint32_t>(i / D) * 4, i4 = static_cast<uint32_t>(i) * 4;
-    float ms[kMaxSplits];
-    float m = -INFINITY;
-#pragma unroll
-    for (int r = 0; r < kMaxSplits; ++r) {
-      if (r >= a.splits) break;
-      ms[r] = sm90::load_peer_shared(m_addr + h4, r);
-      m = fmaxf(m, ms[r]);
-    }
-    float l = 0.0f, v = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kMaxSplits; ++r) {
-      if (r >= a.splits) break;
-      const float f = ms[r] == -INFINITY ? 0.0f : expf(ms[r] - m);
-      l += sm90::load_peer_shared(l_addr + h4, r) * f;
-      v += sm90::load_peer_shared(part_addr + i4, r) * f;
-    }
-    store_gated(a, out0 + i, l > 0.0f ? v / l : 0.0f, gates[k]);
-  }
-  sm90::cluster_sync();  // no block leaves while a peer still reads its shared memory
-}
-
 template <int D, class KvT>
 __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   using L = Smem<D, KvT>;
@@ -289,7 +243,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
 
   // Launched as a programmatic dependent (dependent_launch.hpp): the blocks
   // are resident when the previous kernel ends, and read nothing before it
-  // has. The next kernel's blocks may then get ready in turn.
+  // has. The split merge (if any) may then get its blocks ready.
   wait_for_primary();
   allow_dependent_launch();
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
@@ -304,16 +258,16 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   const CopyLane<D, KvT> cl(a, g, lane);
 
   // The split's columns (split_columns); each warp takes a contiguous share
-  // of whole steps (the shares differ by at most one step: the longest
-  // warp sets the block's time) and loads the ids of its first chunk early.
-  // Splits of at most five steps per warp (one row split over a cluster)
-  // are shared out by their size before the count column: the ids then
-  // load together with the row's metadata, one memory round trip less on a
-  // path that is all latency at one row. Longer splits are shared by their
-  // counted columns, so that a short row still spreads over every warp.
+  // of whole steps (the shares differ by at most one step: the longest warp
+  // sets the block's time) and loads the ids of its first chunk early. Splits of at
+  // most two steps per warp are shared out by their size before the count
+  // column: the ids then load together with the row's metadata, one memory
+  // round trip less on a path that is all latency at one row. Longer splits
+  // are shared by their counted columns, so that a short row still spreads
+  // over every warp.
   const int begin = split * a.ids_per_split;
   const int nominal = max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
-  const bool by_size = a.ids_per_split <= 5 * kWarps * kNT;
+  const bool by_size = a.ids_per_split <= 2 * kWarps * kNT;
   auto share_start = [](int len, int w) {
     const int steps = (len + kNT - 1) / kNT;
     return min(len, (w * steps / kWarps) * kNT);
@@ -477,28 +431,23 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     *reinterpret_cast<float2*>(r1) = make_float2(acc[i][2] * scale_row[1], acc[i][3] * scale_row[1]);
   }
   __syncthreads();
-  // The group's [nh, D] outputs: with one split the block stores them all;
-  // a row split over a cluster has its block `split` store the split-th
-  // slice [own0, own1) of them. Each thread owns elements own0 + tid +
-  // k·kBlock and loads all its gates first (one memory latency, not one per
+  // Each thread owns elements tid + k·kBlock of the [nh, D] output; with one
+  // split it loads all its gates first (one memory latency, not one per
   // element: see store_gated).
   constexpr int kPerThread = kM * D / kBlock;
   const int64_t out0 = (row * a.heads + h0) * D;  // the group's first output element
-  const int n_out = nh * D;
-  const int per_block = (n_out + a.splits - 1) / a.splits;
-  const int own0 = min(n_out, split * per_block);
-  const int own1 = min(n_out, own0 + per_block);
   uint16_t gates[kPerThread];
+  if (a.splits == 1) {
 #pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = own0 + tid + k * kBlock;
-    gates[k] = i < own1 ? a.gate[out0 + i] : 0;
+    for (int k = 0; k < kPerThread; ++k) {
+      const int i = tid + k * kBlock;
+      gates[k] = i < nh * D ? a.gate[out0 + i] : 0;
+    }
   }
-  float* part = reinterpret_cast<float*>(smem + L::kPart);  // [nh, D] this block's unnormalised sums
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = tid + k * kBlock;
-    if (i >= n_out) break;
+    if (i >= nh * D) break;
     const int h = i / D, d = i % D;
     float v = 0.0f;
 #pragma unroll
@@ -508,10 +457,15 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
       const float l = fin_l[h];
       store_gated(a, out0 + i, l > 0.0f ? v / l : 0.0f, gates[k]);
     } else {
-      part[i] = v;
+      const int64_t head = row * a.heads + h0 + h;
+      a.ws_acc[(head * a.splits + split) * D + d] = v;
     }
   }
-  if (a.splits > 1) merge_cluster<D>(a, out0, own0, own1, part, fin_m, fin_l, gates);
+  if (a.splits > 1 && tid < nh) {
+    const int64_t part = (row * a.heads + h0 + tid) * a.splits + split;
+    a.ws_ml[part * 2] = fin_m[tid];
+    a.ws_ml[part * 2 + 1] = fin_l[tid];
+  }
 }
 
 // Blocks of one instantiation that fit on a multiprocessor of the current
@@ -522,27 +476,11 @@ int prepare_kernel() {
   return resident_blocks(reinterpret_cast<const void*>(mma_decode_kernel<D, KvT>), kBlock, Smem<D, KvT>::kBytes);
 }
 
-// Clusters of `size` blocks of one instantiation that the current device
-// runs at once.
-template <int D, class KvT>
-int clusters_of(int size) {
-  prepare_kernel<D, KvT>();
-  return active_clusters(reinterpret_cast<const void*>(mma_decode_kernel<D, KvT>), kBlock, Smem<D, KvT>::kBytes, size);
-}
-
 int blocks_per_sm_for(int head_dim, bool fp8) {
   switch (head_dim) {
     case 64: return fp8 ? prepare_kernel<64, uint8_t>() : prepare_kernel<64, uint16_t>();
     case 128: return fp8 ? prepare_kernel<128, uint8_t>() : prepare_kernel<128, uint16_t>();
     default: return fp8 ? prepare_kernel<256, uint8_t>() : prepare_kernel<256, uint16_t>();
-  }
-}
-
-int clusters_for(int head_dim, bool fp8, int size) {
-  switch (head_dim) {
-    case 64: return fp8 ? clusters_of<64, uint8_t>(size) : clusters_of<64, uint16_t>(size);
-    case 128: return fp8 ? clusters_of<128, uint8_t>(size) : clusters_of<128, uint16_t>(size);
-    default: return fp8 ? clusters_of<256, uint8_t>(size) : clusters_of<256, uint16_t>(size);
   }
 }
 
@@ -553,7 +491,6 @@ void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
   shape.grid = dim3(static_cast<unsigned>(rows), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.splits));
   shape.block = dim3(kBlock);
   shape.shared_bytes = Smem<D, KvT>::kBytes;
-  shape.cluster_z = static_cast<unsigned>(a.splits);  // a row's splits merge in one cluster
   launch_dependent(mma_decode_kernel<D, KvT>, shape, stream, a);
 }
 
@@ -579,13 +516,7 @@ int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, boo
   const int64_t by_tiles = (cols + kWarps * kMmaTile - 1) / (kWarps * kMmaTile);  // a step for every warp
   if (want > by_tiles) want = by_tiles;
   if (want > max_splits) want = max_splits;
-  // A row's splits form one cluster: a power of two (a size every cluster
-  // launch accepts) of at most 16 blocks, of which the device runs all
-  // `pairs` clusters at once (one wave); no clusters, no split.
-  int splits = 1;
-  while (splits * 2 <= want && splits * 2 <= kMaxSplits) splits *= 2;
-  while (splits > 1 && clusters_for(head_dim, fp8, splits) < pairs) splits /= 2;
-  return splits;
+  return want < 1 ? 1 : static_cast<int>(want);
 }
 
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream) {

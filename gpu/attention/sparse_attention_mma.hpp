@@ -30,7 +30,9 @@
 // Splits: the launcher picks how many (at most what the caller's workspace
 // allows) so that the grid fills the GPU about once; the portable kernel's
 // merge combines them, launched so that it overlaps this kernel's tail
-// (dependent_launch.hpp).
+// (dependent_launch.hpp). The kernel itself is launched as a dependent of
+// the stream's previous kernel: it waits for it first thing, so only the
+// launch and block-scheduling gap is saved (measured -1.3 us at one row).
 #pragma once
 
 #include <cstdint>

@@ -37,40 +37,30 @@ __device__ inline void wait_for_primary() {
 #endif
 }
 
-// How a kernel is launched: grid, block, dynamic shared memory and, on
-// NVIDIA sm_90+, clusters of `cluster_z` blocks along the grid's z (1: no
-// clusters; gridDim.z must be a multiple of it). The caller checks that the
-// device runs clusters of that size (active_clusters, device_limits.hpp).
+// How a kernel is launched: grid, block and dynamic shared memory.
 struct LaunchShape {
   dim3 grid, block;
   size_t shared_bytes = 0;
-  unsigned cluster_z = 1;
 };
 
-// kernel<<<grid, block, shared_bytes, stream>>>(args...) in `cluster_z`
-// clusters, allowed to overlap the previous kernel of the stream (which must
-// call allow_dependent_launch for that to happen; otherwise it starts when
-// that kernel ends, as usual).
+// kernel<<<grid, block, shared_bytes, stream>>>(args...), allowed to overlap
+// the previous kernel of the stream (which must call allow_dependent_launch
+// for that to happen; otherwise it starts when that kernel ends, as usual).
 template <class... Params, class... Args>
 void launch_dependent(void (*kernel)(Params...), const LaunchShape& shape, hipStream_t stream, Args... args) {
 #if defined(QSA_GPU_CUDA)
-  cudaLaunchAttribute attr[2];
+  cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = 1;
-  attr[1].val.clusterDim.y = 1;
-  attr[1].val.clusterDim.z = shape.cluster_z;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = shape.grid;
   cfg.blockDim = shape.block;
   cfg.dynamicSmemBytes = shape.shared_bytes;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = shape.cluster_z > 1 ? 2 : 1;
+  cfg.numAttrs = 1;
   QSA_GPU_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 #else
-  if (shape.cluster_z != 1) throw ConfigError("gpu launch: thread block clusters exist only on NVIDIA sm_90+");
   kernel<<<shape.grid, shape.block, shape.shared_bytes, stream>>>(args...);
   QSA_GPU_CHECK_LAUNCH();
 #endif

@@ -18,18 +18,16 @@ DeviceLimits query_device_limits(int device) {
   int wave = 0;
   int sms = 0;
   int shared = 0;
-  int clusters = 0;
 #if defined(QSA_GPU_CUDA)
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&wave, cudaDevAttrWarpSize, device));
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  QSA_GPU_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
 #else
   QSA_GPU_CHECK(hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, device));
   QSA_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device));
   QSA_GPU_CHECK(hipDeviceGetAttribute(&shared, hipDeviceAttributeMaxSharedMemoryPerBlock, device));
 #endif
-  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared), clusters != 0};
+  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared)};
 }
 
 int current_device() {
@@ -76,52 +74,6 @@ int resident_blocks(const void* kernel, int threads, size_t shared_bytes) {
   n = n > 0 ? n : 1;
   blocks.emplace(key, n);
   return n;
-}
-
-int active_clusters(const void* kernel, int threads, size_t shared_bytes, int cluster_size) {
-  const DeviceLimits& d = device_limits();
-  if (!d.clusters || cluster_size < 1) return 0;
-#if defined(QSA_GPU_CUDA)
-  static std::mutex mutex;
-  static std::set<std::pair<int, const void*>> opted_in;                         // (device, kernel)
-  static std::map<std::tuple<int, const void*, int, size_t, int>, int> clusters;  // -> clusters at once
-  const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(d.device, kernel, threads, shared_bytes, cluster_size);
-  const auto hit = clusters.find(key);
-  if (hit != clusters.end()) return hit->second;
-  cudaFuncAttributes fa{};
-  QSA_GPU_CHECK(cudaFuncGetAttributes(&fa, kernel));
-  if (fa.binaryVersion < 90) {  // code built for an older architecture has no cluster instructions
-    clusters.emplace(key, 0);
-    return 0;
-  }
-  if (opted_in.emplace(d.device, kernel).second)
-    QSA_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = static_cast<unsigned>(cluster_size);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(1, 1, static_cast<unsigned>(cluster_size));
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
-  cfg.dynamicSmemBytes = shared_bytes;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  int n = 0;
-  // A size the device cannot place at all is an error here, not a count of 0.
-  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear it: the answer is "none"
-    n = 0;
-  }
-  clusters.emplace(key, n);
-  return n;
-#else
-  (void)kernel;
-  (void)threads;
-  (void)shared_bytes;
-  return 0;
-#endif
 }
 
 }  // namespace qsa::gpu

@@ -14,7 +14,6 @@ struct DeviceLimits {
   int wave = 32;
   int multiprocessors = 1;
   size_t max_shared = 48 * 1024;  // dynamic shared memory one block may use (after opting in on NVIDIA)
-  bool clusters = false;          // thread block clusters (NVIDIA sm_90+): cudaDevAttrClusterLaunch
 };
 
 // The current device's limits (ConfigError for an ordinal of 64 or more).
@@ -28,14 +27,5 @@ const DeviceLimits& device_limits();
 // answer is cached per (device, kernel, threads, bytes): launchers call this
 // on every launch. At least 1 (a launch that does not fit fails on its own).
 int resident_blocks(const void* kernel, int threads, size_t shared_bytes);
-
-// Clusters of `cluster_size` blocks of `kernel` (threads, dynamic shared
-// memory as above; resident_blocks must have opted the kernel in) that the
-// current device runs at once: cudaOccupancyMaxActiveClusters, after
-// allowing sizes above the portable 8 for the kernel. 0 where the device
-// has no clusters, the kernel's code was built for an architecture before
-// sm_90 or for AMD, or the device cannot place one cluster of that size.
-// Cached like resident_blocks.
-int active_clusters(const void* kernel, int threads, size_t shared_bytes, int cluster_size);
 
 }  // namespace qsa::gpu

@@ -39,7 +39,7 @@ struct AttnSpec {
   Fp8Flavor flavor = Fp8Flavor::kE4m3fn;
   bool round_logits = false;  // knobs on top of the profile
   bool round_sigmoid = false;
-  bool one_row = false;  // request 0's decode row alone (one row: a whole cluster per KV group)
+  bool one_row = false;  // request 0's decode row alone (the tensor-core kernel's most splits)
 };
 
 inline std::string spec_name(const AttnSpec& s) {
