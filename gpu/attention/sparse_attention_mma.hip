@@ -34,23 +34,21 @@ static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step"
 
 // Shared-memory layout for head dim D and cache element KvT: Q once, then
 // per warp its own ring, slots and slot chunk (warps never touch each
-// other's), then the per-warp softmax state for the final merge. Rows are
-// padded by 16 bytes so that the 8 rows an ldmatrix reads start on
-// different bank groups. fp8 K rows are read by ldmatrix as they land and
-// widened in registers (fp8_k_fragments); fp8 V rows are widened into the
-// warp's padded bf16 tile after they arrive (ldmatrix.trans moves 16-bit
-// elements, not bytes).
+// other's), then the per-warp softmax state for the final merge. bf16 rows
+// are padded by 16 bytes so that the 8 rows an ldmatrix reads start on
+// different bank groups; fp8 rows land unpadded and are widened into the
+// warp's padded bf16 tile after they arrive.
 template <int D, class KvT>
 struct Smem {
   static constexpr bool kFp8 = sizeof(KvT) == 1;
   static constexpr int kPitch = D + 8;                        // bf16 per padded row
   static constexpr int kTileBytes = kNT * kPitch * 2;         // one padded bf16 K or V tile
-  static constexpr int kRawRowBytes = kFp8 ? D + 16 : kPitch * 2;  // a row as it lands
+  static constexpr int kRawRowBytes = kFp8 ? D : kPitch * 2;  // a row as it lands
   static constexpr int kRawTileBytes = kNT * kRawRowBytes;
   // Within one warp's region:
   static constexpr int kRing = 0;                             // [stage][K | V] raw tiles
-  static constexpr int kWide = kRing + kStages * 2 * kRawTileBytes;  // fp8 only: V in bf16
-  static constexpr int kSlots = kWide + (kFp8 ? kTileBytes : 0);      // [stage][kNT] int32
+  static constexpr int kWide = kRing + kStages * 2 * kRawTileBytes;  // fp8 only: [K | V] bf16
+  static constexpr int kSlots = kWide + (kFp8 ? 2 * kTileBytes : 0);  // [stage][kNT] int32
   static constexpr int kChunk = kSlots + kStages * kNT * 4;   // [kWarpChunk] int32
   static constexpr int kWarpBytes = kChunk + kWarpChunk * 4;
   // Block layout:
@@ -89,7 +87,7 @@ template <int D>
 __device__ void widen_tile(const uint8_t* raw, uint16_t* wide, bool fnuz) {
   for (int i = lane32(); i < kNT * D / 8; i += 32) {
     const int r = i / (D / 8), c = (i % (D / 8)) * 8;
-    const uint2 w = *reinterpret_cast<const uint2*>(raw + r * Smem<D, uint8_t>::kRawRowBytes + c);
+    const uint2 w = *reinterpret_cast<const uint2*>(raw + r * D + c);
     uint4 o;
     o.x = fp8_pair_to_bf16(w.x, 0, fnuz);
     o.y = fp8_pair_to_bf16(w.x, 1, fnuz);
@@ -290,24 +288,12 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   const int steps = (we - wb + kNT - 1) / kNT;
 
   // Q (rows past the group's heads zero) while the first slots resolve and
-  // the first two steps go in flight. With fp8 KV the 16 dims of each k16
-  // slice are stored in the order fp8_k_fragments gives K's.
-  for (int i = tid; i < kM * D / 16; i += kBlock) {
-    const int h = i / (D / 16), c = (i % (D / 16)) * 16;
-    uint4 v0 = make_uint4(0, 0, 0, 0), v1 = v0;
-    if (h < nh) {
-      const uint4* src = reinterpret_cast<const uint4*>(a.q + (row * a.heads + h0 + h) * D + c);
-      v0 = src[0];
-      v1 = src[1];
-    }
-    uint4* dst = reinterpret_cast<uint4*>(q_s + h * kPitch + c);
-    if constexpr (L::kFp8) {
-      dst[0] = make_uint4(v0.x, v0.z, v1.x, v1.z);  // dim pairs 0, 2, 4, 6: dims 4j, 4j + 1
-      dst[1] = make_uint4(v0.y, v0.w, v1.y, v1.w);  // dim pairs 1, 3, 5, 7: dims 4j + 2, 4j + 3
-    } else {
-      dst[0] = v0;
-      dst[1] = v1;
-    }
+  // the first two steps go in flight.
+  for (int i = tid; i < kM * D / 8; i += kBlock) {
+    const int h = i / (D / 8), c = (i % (D / 8)) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (h < nh) v = *reinterpret_cast<const uint4*>(a.q + (row * a.heads + h0 + h) * D + c);
+    *reinterpret_cast<uint4*>(q_s + h * kPitch + c) = v;
   }
   __syncthreads();  // Q is in shared memory
 
@@ -345,54 +331,33 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     cp_async_commit();
     if (t < 0) continue;
     const int stage = t % kStages;
-    // Shared-window addresses of the step's K tile (as it landed: bf16, or
-    // fp8 codes) and bf16 V tile.
-    const uint32_t kt = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes;
-    uint32_t vt;
+    uint32_t kt, vt;  // shared-window addresses of the step's bf16 K and V tiles
     if constexpr (L::kFp8) {
       const unsigned char* raw = wsm + L::kRing + stage * 2 * L::kRawTileBytes;
-      widen_tile<D>(raw + L::kRawTileBytes, reinterpret_cast<uint16_t*>(wsm + L::kWide), a.fnuz);
+      uint16_t* wide = reinterpret_cast<uint16_t*>(wsm + L::kWide);
+      widen_tile<D>(raw, wide, a.fnuz);
+      widen_tile<D>(raw + L::kRawTileBytes, wide + kNT * kPitch, a.fnuz);
       __syncwarp();
-      vt = wsm_addr + L::kWide;
+      kt = wsm_addr + L::kWide;
     } else {
-      vt = kt + L::kTileBytes;
+      kt = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes;
     }
+    vt = kt + L::kTileBytes;
 
     // S[16 heads, 8 ids], as two independent mma chains (even and odd k16
     // slices) added at the end: one chain of D/16 dependent mmas would be
     // the step's longest latency.
     float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-    if constexpr (L::kFp8) {
-      // One ldmatrix of fp8 rows gives each lane 4 codes of 4 k16 slices'
-      // rows (16 bytes = one slice per 8x8 matrix of 16-bit elements): lane
-      // (row n, quad q) holds dims 4q .. 4q + 3 of the slice, widened here
-      // into the B fragment's two registers. The mma then takes dims 4q,
-      // 4q + 1 as k = 2q, 2q + 1 and dims 4q + 2, 4q + 3 as k = 2q + 8, 2q + 9;
-      // Q was stored in that order, so every product is Q_d · K_d.
-      const uint32_t k_lane = kt + (lane & 7) * L::kRawRowBytes + (lane >> 3) * 16;
+    const uint32_t k_lane = kt + kv_lane_off;
 #pragma unroll
-      for (int kq = 0; kq < D / 64; ++kq) {
-        uint32_t w[4];
-        ldmatrix_x4(w, k_lane + kq * 64);
+    for (int kp = 0; kp < D / 32; ++kp) {
+      uint32_t b[4];
+      ldmatrix_x4(b, k_lane + kp * 64);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          uint32_t qa[4];
-          ldmatrix_x4(qa, q_lane + (4 * kq + i) * 32);
-          mma_bf16(sc[i & 1], qa, fp8_pair_to_bf16(w[i], 0, a.fnuz), fp8_pair_to_bf16(w[i], 1, a.fnuz));
-        }
-      }
-    } else {
-      const uint32_t k_lane = kt + kv_lane_off;
-#pragma unroll
-      for (int kp = 0; kp < D / 32; ++kp) {
-        uint32_t b[4];
-        ldmatrix_x4(b, k_lane + kp * 64);
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          uint32_t qa[4];
-          ldmatrix_x4(qa, q_lane + (2 * kp + half) * 32);
-          mma_bf16(sc[half], qa, b[2 * half], b[2 * half + 1]);
-        }
+      for (int half = 0; half < 2; ++half) {
+        uint32_t qa[4];
+        ldmatrix_x4(qa, q_lane + (2 * kp + half) * 32);
+        mma_bf16(sc[half], qa, b[2 * half], b[2 * half + 1]);
       }
     }
     const int32_t* slots = reinterpret_cast<const int32_t*>(wsm + L::kSlots) + stage * kNT;

@@ -18,11 +18,9 @@
 //   load    the warp resolves the slots of its next 256 ids in one batch,
 //           then copies each step's K and V rows (cp.async, 16 bytes per
 //           lane, zero-filled for ids not attended) into its own 3-stage
-//           shared-memory ring, two steps ahead; fp8 V rows are widened
-//           to bf16 (exact) in shared memory after they land;
+//           shared-memory ring, two steps ahead; fp8 rows are widened to
+//           bf16 (exact) after they land;
 //   logits S[16 heads, 8 ids] = Q K^T (m16n8k16, Q from shared memory);
-//           fp8 K codes go from the ring to registers by ldmatrix and are
-//           widened there, Q's dims stored in the order that gives them;
 //   softmax online, in registers: each head row's 8 logits sit in one
 //           quad of lanes; P rounded to bf16 becomes the A operand of PV
 //           without leaving registers;
