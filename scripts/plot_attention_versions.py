@@ -11,10 +11,11 @@ Each version's number is the pct_copy_bw counter of its run (the copy
 bandwidth measured in that same run); a missing file or benchmark, or an
 existing output without --force, is an error naming it (exit 2).
 """
-import argparse
 import json
 import os
 import sys
+
+from figure_out import parse_figure_args, refuses_to_replace, save_figure
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "docs", "bench")
 VERSIONS = [  # (label, JSON file under docs/bench)
@@ -32,6 +33,8 @@ VERSIONS = [  # (label, JSON file under docs/bench)
     ("v9 r2", "h200-2026-11-30-issue7-40285ba.json"),
     ("v9 r3", "issue7-versions/h200-2026-11-30-40285ba-repeat-a.json"),
     ("v9 r4", "issue7-versions/h200-2026-11-30-40285ba-repeat-b.json"),
+    # v9 launched as a programmatic dependent (fourth pass, 74b9232).
+    ("v10", "h200-2026-11-30-issue7-74b9232.json"),
 ]
 ROWS = {64: ("vLLM Triton 68%", 68.0, "target 80%", 80.0), 256: ("vLLM Triton 80%", 80.0, "target 85%", 85.0)}
 
@@ -47,12 +50,8 @@ def pct_copy(path, rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(BENCH, "..", "figures", "issue7-attention-versions.png"))
-    ap.add_argument("--force", action="store_true", help="replace an existing output file")
-    args = ap.parse_args()
-    if os.path.exists(args.out) and not args.force:
-        print(f"plot_attention_versions: {args.out} exists (pass --force to replace it)", file=sys.stderr)
+    args = parse_figure_args(__doc__, "issue7-attention-versions.png")
+    if refuses_to_replace(args, "plot_attention_versions"):
         return 2
     try:
         data = {rows: [pct_copy(os.path.join(BENCH, f), rows) for _, f in VERSIONS] for rows in ROWS}
@@ -80,10 +79,7 @@ def main():
     axes[0].set_ylim(0, 100)
     fig.suptitle("Sparse attention decode on an H200: issue 7's versions")
     fig.tight_layout()
-    tmp = args.out + ".tmp.png"
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, args.out)  # atomic: a reader never sees half a figure
-    print(f"wrote {args.out}")
+    save_figure(fig, args.out)
     return 0
 
 

@@ -189,6 +189,8 @@ PY
       expect 2 'exists' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
       expect 0 'wrote' "$python" "$src/scripts/plot_attention_versions.py" --out "$work/versions.png"
       expect 2 'exists' "$python" "$src/scripts/plot_attention_versions.py" --out "$work/versions.png"
+      expect 0 'bf16: 13[.]1' "$python" "$src/scripts/plot_one_row_steps.py" --out "$work/steps.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_one_row_steps.py" --out "$work/steps.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;

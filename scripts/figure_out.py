@@ -1,0 +1,34 @@
+"""Where the issue 7 figure scripts (plot_attention_versions.py,
+plot_one_row_steps.py) write: the --out and --force arguments, the refusal
+to replace an existing file silently, and an atomic save.
+"""
+import argparse
+import os
+import sys
+
+FIGURES = os.path.join(os.path.dirname(__file__), "..", "docs", "figures")
+
+
+def parse_figure_args(doc, default_name):
+    """Arguments of a figure script whose help text is `doc`; returns them,
+    with args.out defaulting to docs/figures/<default_name>."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(FIGURES, default_name))
+    ap.add_argument("--force", action="store_true", help="replace an existing output file")
+    return ap.parse_args()
+
+
+def refuses_to_replace(args, prog):
+    """True (after saying why) when args.out exists and --force was not given."""
+    if os.path.exists(args.out) and not args.force:
+        print(f"{prog}: {args.out} exists (pass --force to replace it)", file=sys.stderr)
+        return True
+    return False
+
+
+def save_figure(fig, out, dpi=110):
+    """Writes fig to out through a temporary file: a reader never sees half a figure."""
+    tmp = out + ".tmp.png"
+    fig.savefig(tmp, dpi=dpi)
+    os.replace(tmp, out)
+    print(f"wrote {out}")
