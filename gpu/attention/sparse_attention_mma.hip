@@ -258,13 +258,13 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   const CopyLane<D, KvT> cl(a, g, lane);
 
   // The split's columns (split_columns); each warp takes a contiguous share
-  // of whole steps (the shares differ by at most one step: the longest warp
-  // sets the block's time) and loads the ids of its first chunk early. Splits of at
-  // most two steps per warp are shared out by their size before the count
-  // column: the ids then load together with the row's metadata, one memory
-  // round trip less on a path that is all latency at one row. Longer splits
-  // are shared by their counted columns, so that a short row still spreads
-  // over every warp.
+  // of whole steps, the shares differing by at most one step (the longest
+  // warp sets the block's time), and loads the ids of its first chunk
+  // early. Splits of at most two steps per warp are shared out by their
+  // size before the count column: the ids then load together with the
+  // row's metadata, one memory round trip less on a path that is all
+  // latency at one row. Longer splits are shared by their counted columns,
+  // so that a short row still spreads over every warp.
   const int begin = split * a.ids_per_split;
   const int nominal = max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
   const bool by_size = a.ids_per_split <= 2 * kWarps * kNT;

@@ -32,7 +32,7 @@
 // merge combines them, launched so that it overlaps this kernel's tail
 // (dependent_launch.hpp). The kernel itself is launched as a dependent of
 // the stream's previous kernel: it waits for it first thing, so only the
-// launch and block-scheduling gap is saved (measured -1.3 us at one row).
+// launch and block-scheduling gap is saved (measured -0.8 us at one row).
 #pragma once
 
 #include <cstdint>

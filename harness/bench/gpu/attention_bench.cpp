@@ -128,8 +128,8 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
     gpu::launch_sparse_attention(p, gp, kv, dims, a, env.stream, split_ids, path);
   });
   set_cost_counters(state, t, cost);
-  // Blocks per (row, KV group) of the tensor-core decode kernel: the size of
-  // the cluster a row's splits merge in (0 on the other paths).
+  // The splits per row the tensor-core decode kernel took (0 where another
+  // kernel ran): what its one-row time depends on (docs/performance.md).
   if (path == gpu::AttentionPath::kDecode)
     state.counters["splits"] = gpu::tensor_core_attention_splits(p, dtype, T, split_ids);
 }
