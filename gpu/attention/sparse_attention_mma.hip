@@ -54,11 +54,12 @@ struct Smem {
   // Block layout:
   static constexpr int kQ = 0;                                // [kM][kPitch] bf16
   static constexpr int kWarp0 = kQ + kM * kPitch * 2;
-  static constexpr int kStats = kWarp0 + kWarps * kWarpBytes; // m, l [2][kWarps][kM]; final m, l [2][kM]
-  static constexpr int kBytes = kStats + (2 * kWarps * kM + 2 * kM) * 4;
+  static constexpr int kStats = kWarp0 + kWarps * kWarpBytes; // m, l [2][kWarps][kM]; final m, l [2][kM]; factors [kWarps][kM]
+  static constexpr int kBytes = kStats + (3 * kWarps * kM + 2 * kM) * 4;
   // The cross-warp merge buffer [kWarps][kM][kMergePitch] floats reuses the
   // warps' regions once every warp has finished its ids.
   static constexpr int kMergePitch = D + 4;
+  static_assert(kMergePitch % 4 == 0, "merge rows are read as float4");
   static_assert(kWarps * kM * kMergePitch * 4 <= kWarps * kWarpBytes, "merge buffer fits the rings");
   static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kWide % 16 == 0 && kSlots % 16 == 0,
                 "16-byte aligned regions");
@@ -229,6 +230,36 @@ __device__ inline float softmax_row(const KernelArgs& a, float& s0, float& s1, f
   return alpha;
 }
 
+// L2 prefetches of what a block reads first, issued before it waits for
+// the previous kernel: the ids each warp starts with (and the count
+// column), the row's request, its seq_len and its block-table row (the
+// first 1024 pages). A prefetch only fills L2, which the previous kernel's
+// writes also reach, so no later load can see stale data; the request that
+// steers the last two is read through L2 only (no L1 line to go stale) and
+// only chooses addresses, bounds-checked. Measured (docs/performance.md):
+// 8 rows 21.7 -> 21.1 us, 256 rows 320 -> 317 us; one row within noise.
+__device__ void prefetch_row_start(const KernelArgs& a) {
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
+  const int64_t row = blockIdx.x;
+  const int32_t* ids = a.token_idx + row * a.index_width;
+  // The warp's share as the kernel computes it from the split's size.
+  const int begin = static_cast<int>(blockIdx.z) * a.ids_per_split;
+  const int nominal = max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
+  const int steps = (nominal + kNT - 1) / kNT;
+  const int first = begin + min(nominal, (warp * steps / kWarps) * kNT);
+  const int end = begin + min(nominal, ((warp + 1) * steps / kWarps) * kNT);
+  if (lane * 32 < min(end - first, kWarpChunk)) prefetch_l2(ids + first + lane * 32);  // 32 ids per line
+  if (warp == 0 && lane == 31 && a.count_column) prefetch_l2(ids + a.index_width - 1);
+  if (warp == 1 && a.num_reqs > 0) {
+    if (lane == 0) prefetch_l2(a.token_to_req + row);
+    const int req = __ldcg(a.token_to_req + row);
+    if (req >= 0 && req < a.num_reqs) {
+      if (lane == 1) prefetch_l2(a.seq_lens + req);
+      if (lane * 32 < a.max_pages) prefetch_l2(a.block_table + static_cast<int64_t>(req) * a.max_pages + lane * 32);
+    }
+  }
+}
+
 template <int D, class KvT>
 __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   using L = Smem<D, KvT>;
@@ -240,10 +271,13 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   float* stat_l = stat_m + kWarps * kM;
   float* fin_m = stat_l + kWarps * kM;  // [kM]
   float* fin_l = fin_m + kM;
+  float* stat_f = fin_l + kM;  // [kWarps][kM]: exp(m_w - m)
 
   // Launched as a programmatic dependent (dependent_launch.hpp): the blocks
   // are resident when the previous kernel ends, and read nothing before it
-  // has. The split merge (if any) may then get its blocks ready.
+  // has; they only warm L2 for the row's first dependent loads. The split
+  // merge (if any) may then get its blocks ready.
+  prefetch_row_start(a);
   wait_for_primary();
   allow_dependent_launch();
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
@@ -287,15 +321,15 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   const int we = max(wb, min(wlim, s.end));
   const int steps = (we - wb + kNT - 1) / kNT;
 
-  // Q (rows past the group's heads zero) while the first slots resolve and
-  // the first two steps go in flight.
+  // Q (rows past the group's heads zero-filled) goes into shared memory by
+  // asynchronous copies in step 0's group: its load overlaps the row's
+  // metadata and the first KV copies instead of holding them back (every
+  // thread waits for it, and for the block's barrier, only at step 0).
   for (int i = tid; i < kM * D / 8; i += kBlock) {
     const int h = i / (D / 8), c = (i % (D / 8)) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (h < nh) v = *reinterpret_cast<const uint4*>(a.q + (row * a.heads + h0 + h) * D + c);
-    *reinterpret_cast<uint4*>(q_s + h * kPitch + c) = v;
+    const uint16_t* src = a.q + (row * a.heads + h0 + min(h, nh - 1)) * D + c;
+    cp_async16(smem_addr(q_s + h * kPitch + c), src, h < nh);
   }
-  __syncthreads();  // Q is in shared memory
 
   // Per-lane ldmatrix row addresses (byte offsets; ldmatrix_x4 documents the
   // lane -> row mapping): Q rows (lane & 7) + 8·bit 3, dims + 8·bit 4 (the A
@@ -315,10 +349,16 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
 
   // Steps t < 0 only fill the ring (one copy of the issue code: the
   // kernel's size matters when each warp runs it once, as for one row).
-  for (int t = 1 - kStages; t < steps; ++t) {
+  // Every warp runs step 0, ids or not, for the block barrier that
+  // publishes Q.
+  const int last = max(steps, 1);
+  for (int t = 1 - kStages; t < last; ++t) {
     if (t >= 0) {
-      cp_async_wait<kStages - 2>();  // this lane's copies of step t have landed
-      __syncwarp();                  // everyone's have, and step t - 1 is fully consumed
+      cp_async_wait<kStages - 2>();  // this lane's copies of step t (and, at step 0, of Q) have landed
+      if (t == 0)
+        __syncthreads();  // everyone's have: Q and the warp's step 0
+      else
+        __syncwarp();  // the warp's copies of step t have landed, and step t - 1 is fully consumed
     }
     const int next = t + kStages - 1;
     if (next < steps) {
@@ -329,7 +369,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
       issue_step<D, KvT>(a, cl, next, next % kStages, wsm, wsm_addr);
     }
     cp_async_commit();
-    if (t < 0) continue;
+    if (t < 0 || t >= steps) continue;
     const int stage = t % kStages;
     uint32_t kt, vt;  // shared-window addresses of the step's bf16 K and V tiles
     if constexpr (L::kFp8) {
@@ -371,8 +411,9 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     const float al0 = softmax_row(a, s4[0], s4[1], m0, l0);
     const float al1 = softmax_row(a, s4[2], s4[3], m1, l1);
     // Rescale only when some row's max moved: alpha = 1 is a no-op, so
-    // skipping it changes no bit.
-    if (__any_sync(0xffffffffu, al0 != 1.0f || al1 != 1.0f)) {
+    // skipping it changes no bit; nor does skipping it at step 0, where
+    // every accumulator is still zero.
+    if (t > 0 && __any_sync(0xffffffffu, al0 != 1.0f || al1 != 1.0f)) {
 #pragma unroll
       for (int i = 0; i < kDimTiles; ++i) {
         acc[i][0] *= al0;
@@ -395,7 +436,11 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
 
   // Merge the warps: m = max_w m_w, l = sum_w l_w exp(m_w - m) in warp
-  // order, A = sum_w acc_w exp(m_w - m) in warp order (deterministic).
+  // order, A = sum_w acc_w exp(m_w - m) in warp order (deterministic). Each
+  // (warp, head) factor is computed once, by one thread, not by every lane
+  // that needs it: at one row each warp runs this epilogue once and its
+  // instruction count is the kernel's time (ncu: ~2500 instructions per
+  // warp at ~7 cycles each, docs/performance.md).
   if (tq == 0) {
     stat_m[warp * kM + gq] = m0;
     stat_m[warp * kM + gq + 8] = m1;
@@ -403,24 +448,23 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     stat_l[warp * kM + gq + 8] = l1;
   }
   __syncthreads();  // also: every warp is done with its ring, which the merge buffer reuses
-  float scale_row[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int h = gq + half * 8;
+  if (tid < kWarps * kM) {
+    const int h = tid % kM, w = tid / kM;
     float m = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, stat_m[w * kM + h]);
-    float l = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      const float mw = stat_m[w * kM + h];
-      const float f = mw == -INFINITY ? 0.0f : expf(mw - m);
-      l += stat_l[w * kM + h] * f;
-      if (w == warp) scale_row[half] = f;
-    }
-    if (warp == 0 && tq == 0) {
-      fin_m[h] = m;
-      fin_l[h] = l;
-    }
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) m = fmaxf(m, stat_m[v * kM + h]);
+    const float mw = stat_m[w * kM + h];
+    stat_f[w * kM + h] = mw == -INFINITY ? 0.0f : expf(mw - m);
+    if (w == 0) fin_m[h] = m;
   }
+  __syncthreads();  // the factors are in stat_f
+  if (tid < kM) {
+    float l = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) l += stat_l[w * kM + tid] * stat_f[w * kM + tid];
+    fin_l[tid] = l;
+  }
+  const float scale_row[2] = {stat_f[warp * kM + gq], stat_f[warp * kM + gq + 8]};
   float* merge = reinterpret_cast<float*>(smem + L::kWarp0);  // [kWarps][kM][kMergePitch]
 #pragma unroll
   for (int i = 0; i < kDimTiles; ++i) {
@@ -436,29 +480,43 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   // element: see store_gated).
   constexpr int kPerThread = kM * D / kBlock;
   const int64_t out0 = (row * a.heads + h0) * D;  // the group's first output element
-  uint16_t gates[kPerThread];
   if (a.splits == 1) {
+    uint16_t gates[kPerThread];
 #pragma unroll
     for (int k = 0; k < kPerThread; ++k) {
       const int i = tid + k * kBlock;
       gates[k] = i < nh * D ? a.gate[out0 + i] : 0;
     }
-  }
 #pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = tid + k * kBlock;
-    if (i >= nh * D) break;
-    const int h = i / D, d = i % D;
-    float v = 0.0f;
+    for (int k = 0; k < kPerThread; ++k) {
+      const int i = tid + k * kBlock;
+      if (i >= nh * D) break;
+      const int h = i / D, d = i % D;
+      float v = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) v += merge[(w * kM + h) * L::kMergePitch + d];
-    v *= a.v_scale;
-    if (a.splits == 1) {
+      for (int w = 0; w < kWarps; ++w) v += merge[(w * kM + h) * L::kMergePitch + d];
+      v *= a.v_scale;
       const float l = fin_l[h];
       store_gated(a, out0 + i, l > 0.0f ? v / l : 0.0f, gates[k]);
-    } else {
+    }
+  } else {
+    // Four dims per thread and instruction (the launcher checks that the
+    // workspace is 16-byte aligned; merge rows are too: kMergePitch % 4 == 0).
+#pragma unroll 1
+    for (int i = tid * 4; i < nh * D; i += kBlock * 4) {
+      const int h = i / D, d = i % D;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float4 x = *reinterpret_cast<const float4*>(merge + (w * kM + h) * L::kMergePitch + d);
+        v.x += x.x;
+        v.y += x.y;
+        v.z += x.z;
+        v.w += x.w;
+      }
       const int64_t head = row * a.heads + h0 + h;
-      a.ws_acc[(head * a.splits + split) * D + d] = v;
+      *reinterpret_cast<float4*>(a.ws_acc + (head * a.splits + split) * D + d) =
+          make_float4(v.x * a.v_scale, v.y * a.v_scale, v.z * a.v_scale, v.w * a.v_scale);
     }
   }
   if (a.splits > 1 && tid < nh) {

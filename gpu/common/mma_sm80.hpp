@@ -80,6 +80,10 @@ __device__ inline uint32_t e4m3x2_to_bf16x2(uint32_t two_codes) {
   return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632);
 }
 
+// Brings the 128-byte line holding p into L2; never faults, loads nothing
+// into registers or L1.
+__device__ inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 // Waits until at most `kPending` of this thread's committed groups are in flight.
