@@ -101,47 +101,29 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a
 // sum_s l_s w_s with w_s = exp(m_s - max m). Splits that attended nothing
 // carry m = -inf (w = 0); a row where all did outputs 0.
 //
-// At small batch the merge is all latency (one row: 24 blocks on 132 SMs),
-// so it costs few memory round trips: each thread puts its dims' first
-// kMergeBatch accumulators and its gates in flight first, the block reduces
-// the maxima while they travel, the weights are computed once per split
-// (into shared memory, kThreads splits at a time), and the accumulators
-// arrive kMergeBatch splits per round trip. The sums run in split order.
+// At small batch the merge is all latency (one row: 24 blocks on 132 SMs,
+// each running this code once), so it costs one memory round trip per
+// kMergeChunk splits and little code: the block stages a chunk's
+// accumulators (16-byte loads, all in flight together) and its maxima and
+// sums in shared memory, then every thread folds the chunk into its dims in
+// split order, with the running max of the chunks before it (the online
+// softmax rule; one chunk, as up to 40 splits are, is the plain formula).
+// The folding loops stay rolled: unrolled, this kernel's code was 23 KB
+// and a 46 KB variant measured 2 us slower at one row (docs/performance.md).
 // It is launched as a dependent of the attention kernel
 // (dependent_launch.hpp): its blocks and gate loads overlap that kernel.
-constexpr int kMergeDims = 2;    // dims per thread: head_dim <= kMergeDims * kThreads
-constexpr int kMergeBatch = 16;  // splits whose accumulators a thread loads before it uses any
-static_assert(kMergeDims * kThreads >= 256, "the widest head_dim (dispatch_dim) fits one block");
-
-__device__ float block_max(float v, float* red) {
-  v = wave_max(v);
-  __syncthreads();  // red's previous readers are done
-  if (lane_id() == 0) red[wave_id()] = v;
-  __syncthreads();
-  v = red[0];
-  for (int w = 1; w < waves_per_block(); ++w) v = fmaxf(v, red[w]);
-  return v;
-}
+constexpr int kMergeDims = 2;     // dims per thread: head_dim <= kMergeDims * kThreads
+constexpr int kMergeMaxDim = 256;
+constexpr int kMergeChunk = 40;   // splits staged in shared memory at once
+constexpr int kMergeLoads = kMergeChunk * kMergeMaxDim / 4 / kThreads;  // 16-byte loads per thread and chunk
+static_assert(kMergeDims * kThreads >= kMergeMaxDim, "the widest head_dim (dispatch_dim) fits one block");
 
 __global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, int head_dim) {
-  __shared__ float w_s[kThreads];  // weights of the splits [c0, c0 + kThreads)
-  __shared__ float l_s[kThreads];  // their sums
-  __shared__ float red_s[kThreads / kMinWaveSize];
+  __shared__ __align__(16) float acc_s[kMergeChunk * kMergeMaxDim];  // [split][head_dim]
+  __shared__ float m_s[kMergeChunk], l_s[kMergeChunk], w_s[kMergeChunk], lw_s[kMergeChunk];
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t head = static_cast<int64_t>(blockIdx.x) * a.heads + blockIdx.y;
   const int splits = a.splits;
-  const float* ml = a.ws_ml + head * splits * 2;
-  const float* acc_in = a.ws_acc + head * splits * head_dim;
-  // acc_in[s * head_dim + d] for the thread's dims and splits [s0, s0 + kMergeBatch).
-  auto load_batch = [&](int s0, float (&v)[kMergeDims][kMergeBatch]) {
-#pragma unroll
-    for (int j = 0; j < kMergeDims; ++j) {
-      const int d = tid + j * kThreads;
-#pragma unroll
-      for (int u = 0; u < kMergeBatch; ++u)
-        v[j][u] = d < head_dim && s0 + u < splits ? acc_in[static_cast<int64_t>(s0 + u) * head_dim + d] : 0.0f;
-    }
-  };
   uint16_t gate[kMergeDims];  // loaded before the stores below (store_gated)
 #pragma unroll
   for (int j = 0; j < kMergeDims; ++j) {
@@ -150,33 +132,61 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, in
   }
   wait_for_primary();  // the gates are older than the attention kernel; ws_* are its output
   allow_dependent_launch();  // the next kernel (a dependent launch) may get its blocks ready
-  float batch[kMergeDims][kMergeBatch];
-  load_batch(0, batch);
-
-  float m = -INFINITY;
-  for (int s = tid; s < splits; s += kThreads) m = fmaxf(m, ml[s * 2]);
-  m = block_max(m, red_s);
-
-  float l = 0.0f, acc[kMergeDims] = {};
-  for (int c0 = 0; m != -INFINITY && c0 < splits; c0 += kThreads) {  // m is uniform: so are the barriers
-    const int cn = min(kThreads, splits - c0);
-    __syncthreads();  // the previous chunk's weights are read
+  // The launcher checks that ws_acc is 16-byte aligned; head_dim is a multiple of 4.
+  const float* ml = a.ws_ml + head * splits * 2;
+  const float* acc_in = a.ws_acc + head * splits * head_dim;
+  float m = -INFINITY, l = 0.0f, acc[kMergeDims] = {};
+  for (int c0 = 0; c0 < splits; c0 += kMergeChunk) {  // uniform: so are the barriers
+    const int cn = min(kMergeChunk, splits - c0);
+    const int quads = cn * head_dim / 4;
+    const float4* src = reinterpret_cast<const float4*>(acc_in + static_cast<int64_t>(c0) * head_dim);
+    float4 v[kMergeLoads];
+#pragma unroll
+    for (int k = 0; k < kMergeLoads; ++k)
+      if (tid + k * kThreads < quads) v[k] = src[tid + k * kThreads];
+    float mt = -INFINITY, lt = 0.0f;
     if (tid < cn) {
-      const float ms = ml[(c0 + tid) * 2];
-      w_s[tid] = expf(ms - m);  // m is finite here; an empty split (ms = -inf) weighs 0
-      l_s[tid] = ml[(c0 + tid) * 2 + 1];
+      mt = ml[(c0 + tid) * 2];
+      lt = ml[(c0 + tid) * 2 + 1];
+    }
+    __syncthreads();  // the previous chunk is folded
+#pragma unroll
+    for (int k = 0; k < kMergeLoads; ++k)
+      if (tid + k * kThreads < quads) reinterpret_cast<float4*>(acc_s)[tid + k * kThreads] = v[k];
+    if (tid < cn) {
+      m_s[tid] = mt;
+      l_s[tid] = lt;
     }
     __syncthreads();
-    for (int i = 0; i < cn; ++i) l += l_s[i] * w_s[i];
-    for (int b0 = 0; b0 < cn; b0 += kMergeBatch) {
-      if (c0 + b0 > 0) load_batch(c0 + b0, batch);
-#pragma unroll
-      for (int u = 0; u < kMergeBatch; ++u)
-        if (b0 + u < cn) {
-#pragma unroll
-          for (int j = 0; j < kMergeDims; ++j) acc[j] += batch[j][u] * w_s[b0 + u];
-        }
+    float m_new = m;
+#pragma unroll 4
+    for (int s = 0; s < cn; ++s) m_new = fmaxf(m_new, m_s[s]);
+    if (m_new == -INFINITY) continue;  // nothing attended yet (the same in every thread)
+    // Each split's weight once, by one thread (an empty split, m_s = -inf,
+    // weighs 0); every thread then folds with shared-memory loads only.
+    if (tid < cn) {
+      const float w = expf(m_s[tid] - m_new);
+      w_s[tid] = w;
+      lw_s[tid] = l_s[tid] * w;
     }
+    __syncthreads();
+    // The chunks before this one, rescaled to the new max (zeros at the first
+    // attended chunk, where m = -inf).
+    const float alpha = m == -INFINITY ? 0.0f : expf(m - m_new);
+    l *= alpha;
+#pragma unroll
+    for (int j = 0; j < kMergeDims; ++j) acc[j] *= alpha;
+#pragma unroll 4
+    for (int s = 0; s < cn; ++s) {
+      const float w = w_s[s];
+      l += lw_s[s];
+#pragma unroll
+      for (int j = 0; j < kMergeDims; ++j) {
+        const int d = tid + j * kThreads;
+        if (d < head_dim) acc[j] += acc_s[s * head_dim + d] * w;
+      }
+    }
+    m = m_new;
   }
 #pragma unroll
   for (int j = 0; j < kMergeDims; ++j) {
@@ -318,6 +328,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     if (args.workspace_floats < need || (need > 0 && args.workspace == nullptr))
       throw InputError("gpu attention: the workspace holds " + std::to_string(args.workspace_floats) +
                        " floats, the launch needs " + std::to_string(need));
+    if (need > 0) require_aligned(args.workspace, "workspace");  // the split merge reads it in 16-byte vectors
   }
   for (auto [ptr, what] : {std::pair<const void*, const char*>{args.q, "q"}, {args.gate, "gate"},
                            {args.token_to_req, "token_to_req"}, {args.k_cache, "k_cache"}, {args.v_cache, "v_cache"},
@@ -401,5 +412,6 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     dispatch_dim<uint16_t>(a, p.head_dim, group, dims.num_tokens, stream);
   if (splits > 1) launch_merge(a, dims, p.head_dim, stream);
 }
+
 
 }  // namespace qsa::gpu

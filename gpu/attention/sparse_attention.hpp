@@ -67,8 +67,8 @@ struct SparseAttentionArgs {
   const void* v_cache = nullptr;          //   kv.dtype bf16, fp8 e4m3 codes (uint8_t, value = code * scale) for fp8
   float* attn = nullptr;                  // [T, H, D] output A
   uint16_t* gated = nullptr;              // [T, H, D] output O, bf16 bits
-  float* workspace = nullptr;             // sparse_attention_workspace_floats(...) floats (may be null if 0);
-  size_t workspace_floats = 0;            //   the decode path only
+  float* workspace = nullptr;             // sparse_attention_workspace_floats(...) floats, 16-byte aligned
+  size_t workspace_floats = 0;            //   (may be null if 0); the decode path only
   // The prefill path's plan (plan_sparse_attention_prefill), uploaded by the
   // caller; leave null for the decode path (kAuto then never takes prefill).
   const int32_t* prefill_tiles = nullptr;   // [prefill_num_tiles, 4] = plan.tiles
@@ -108,8 +108,8 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards
 // cheap bounds as well, so bad ids can never make it read out of bounds.
-// k_cache and v_cache must be 16-byte aligned (hipMalloc's are); null
-// pointers, a short workspace (decode path), a missing plan or one built for
+// k_cache, v_cache and the workspace must be 16-byte aligned (hipMalloc's
+// are); null pointers, a short workspace (decode path), a missing plan or one built for
 // other params (prefill path) and dims that contradict kv are InputErrors.
 // ids_per_split only shapes the decode path (the prefill path has no
 // split-K and no workspace).

@@ -7,7 +7,7 @@
 //    strict mode rejects ids outside [-1, L), non -1 ids in padding rows and
 //    a count column outside [0, width - 1], naming row and column;
 //  - unsupported configurations are ConfigErrors, contradictory params
-//    InputErrors; the launcher rejects a short workspace and bad split sizes.
+//    InputErrors; the launcher rejects a short or misaligned workspace and bad split sizes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -127,7 +127,7 @@ TEST(GpuSparseAttentionValidate, RejectsUnsupportedConfigurations) {
   EXPECT_THROW(check(), InputError);
 }
 
-TEST(GpuSparseAttentionValidate, LauncherRejectsShortWorkspaceAndBadSplits) {
+TEST(GpuSparseAttentionValidate, LauncherRejectsShortOrMisalignedWorkspaceAndBadSplits) {
   gpu_test::AttnSpec s;
   s.ids = 600;  // ten splits of the default 64 ids, three of 256
   const gpu_test::AttnCase c = gpu_test::make_attn_case(s, gpu_test::case_seed("workspace"));
@@ -144,6 +144,12 @@ TEST(GpuSparseAttentionValidate, LauncherRejectsShortWorkspaceAndBadSplits) {
   a.workspace_floats = ws.size();
   expect_input_error([&] { gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, d, a, nullptr); },
                      "workspace");
+  // Long enough but 4-byte aligned only: the split merge reads 16-byte vectors.
+  gpu::DeviceBuffer<float> roomy(need + 1);
+  a.workspace = roomy.get() + 1;
+  a.workspace_floats = need;
+  expect_input_error([&] { gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, d, a, nullptr); },
+                     "workspace must be 16-byte aligned");
   gpu::DeviceBuffer<float> enough(need);
   a.workspace = enough.get();
   a.workspace_floats = enough.size();
