@@ -1,6 +1,7 @@
 #include "harness/bench/gpu/gpu_timing.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <utility>
@@ -51,12 +52,17 @@ Timing time_launches(benchmark::State& state, int copies, const std::function<vo
   t.copies = copies;
   EventPair events;
   int next = 0;
+  std::vector<double> host_per_launch;  // of the timed batches
+  bool timed = false;
   auto batch = [&](int n) {
     return events.time(env.stream, [&] {
+      const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < n; ++i) {
         launch(next);
         next = (next + 1) % copies;
       }
+      const std::chrono::duration<double> host = std::chrono::steady_clock::now() - start;
+      if (timed) host_per_launch.push_back(host.count() / n);
     });
   };
   // Warm-up: a whole rotation (first-touch, instruction caches, clocks),
@@ -66,12 +72,14 @@ Timing time_launches(benchmark::State& state, int copies, const std::function<vo
   const int rotations = rotation > 0 ? static_cast<int>(std::ceil(kMinBatchSeconds / rotation)) : 1;
   t.launches_per_batch = copies * std::clamp(rotations, 1, 1 << 16);
   std::vector<double> per_launch;
+  timed = true;
   for (auto _ : state) {
     const double s = batch(t.launches_per_batch) / t.launches_per_batch;
     state.SetIterationTime(s);
     per_launch.push_back(s);
   }
   t.median_s = median_of(per_launch);
+  t.host_median_s = median_of(host_per_launch);
   t.min_s = per_launch.empty() ? 0.0 : *std::min_element(per_launch.begin(), per_launch.end());
   return t;
 }
@@ -92,6 +100,7 @@ void set_cost_counters(benchmark::State& state, const Timing& t, const KernelCos
   c["pct_of_ceiling"] = t.median_s > 0 ? 100.0 * floor_s / t.median_s : 0.0;
   c["copies"] = t.copies;
   c["launches_per_batch"] = t.launches_per_batch;
+  c["host_us"] = t.host_median_s * 1e6;
 }
 
 void register_gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {

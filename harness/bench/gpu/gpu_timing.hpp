@@ -9,7 +9,10 @@
 // SetIterationTime, so real_time is the mean time of one launch; the median
 // and minimum over the batches are counters. Launches are enqueued back to
 // back without synchronisation, as an engine does; kernels shorter than the
-// host's launch cost (a few microseconds) are therefore launch-bound.
+// host's launch cost (a few microseconds) are therefore launch-bound. The
+// counter host_us (the median over the batches of the host's time to enqueue
+// them, per launch) shows how close a kernel is to that bound: where it
+// nears median_us, the host, not the GPU, sets the time.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -48,6 +51,7 @@ int rotation_copies(double bytes_per_launch);
 struct Timing {
   double median_s = 0.0;
   double min_s = 0.0;
+  double host_median_s = 0.0;  // host time to enqueue one launch (median over batches)
   int copies = 0;
   int launches_per_batch = 0;
 };
@@ -60,7 +64,8 @@ Timing time_launches(benchmark::State& state, int copies, const std::function<vo
 // Counters of a kernel benchmark: the minimal bytes and FLOPs of the shape
 // (cost model), the achieved GB/s and TFLOP/s at the median, the percentage
 // of the copy bandwidth, the floor max(bytes / copy bandwidth, FLOPs /
-// matrix rate) and the percentage of that ceiling, and the rotation.
+// matrix rate) and the percentage of that ceiling, the rotation, and the
+// host's enqueue time per launch (host_us).
 void set_cost_counters(benchmark::State& state, const Timing& t, const KernelCost& cost);
 
 // Registers a manual-time benchmark with the run's iteration count, in µs.
