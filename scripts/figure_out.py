@@ -1,6 +1,7 @@
 """Where the issue 7 figure scripts (plot_attention_versions.py,
-plot_one_row_steps.py) write: the --out and --force arguments, the refusal
-to replace an existing file silently, and an atomic save.
+plot_one_row_steps.py, plot_one_row_timeline.py) write: the --out and
+--force arguments, the refusal to replace an existing file silently, and
+an atomic save.
 """
 import argparse
 import os

@@ -191,6 +191,8 @@ PY
       expect 2 'exists' "$python" "$src/scripts/plot_attention_versions.py" --out "$work/versions.png"
       expect 0 'bf16: 13[.]1' "$python" "$src/scripts/plot_one_row_steps.py" --out "$work/steps.png"
       expect 2 'exists' "$python" "$src/scripts/plot_one_row_steps.py" --out "$work/steps.png"
+      expect 0 'after .bcaa15f.: .*total 12[.]76 us' "$python" "$src/scripts/plot_one_row_timeline.py" --out "$work/timeline.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_one_row_timeline.py" --out "$work/timeline.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
