@@ -35,6 +35,8 @@ VERSIONS = [  # (label, JSON file under docs/bench)
     ("v9 r4", "issue7-versions/h200-2026-11-30-40285ba-repeat-b.json"),
     # v9 launched as a programmatic dependent (fourth pass, 74b9232).
     ("v10", "h200-2026-11-30-issue7-74b9232.json"),
+    # v10 with fewer instructions per block and a one-round-trip split merge (fifth pass, bcaa15f).
+    ("v11", "h200-2026-11-30-issue7-bcaa15f.json"),
 ]
 ROWS = {64: ("vLLM Triton 68%", 68.0, "target 80%", 80.0), 256: ("vLLM Triton 80%", 80.0, "target 85%", 85.0)}
 
