@@ -108,8 +108,10 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a
 // sums in shared memory, then every thread folds the chunk into its dims in
 // split order, with the running max of the chunks before it (the online
 // softmax rule; one chunk, as up to 40 splits are, is the plain formula).
-// The folding loops stay rolled: unrolled, this kernel's code was 23 KB
-// and a 46 KB variant measured 2 us slower at one row (docs/performance.md).
+// At one row this kernel's time is its instruction count (ncu), so each
+// weight is computed once and the folding loops stay rolled: a fully
+// unrolled variant with all its loads in one round trip had twice the
+// instructions and measured 2 us slower (docs/performance.md, fifth pass).
 // It is launched as a dependent of the attention kernel
 // (dependent_launch.hpp): its blocks and gate loads overlap that kernel.
 constexpr int kMergeDims = 2;     // dims per thread: head_dim <= kMergeDims * kThreads
@@ -412,6 +414,5 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     dispatch_dim<uint16_t>(a, p.head_dim, group, dims.num_tokens, stream);
   if (splits > 1) launch_merge(a, dims, p.head_dim, stream);
 }
-
 
 }  // namespace qsa::gpu
