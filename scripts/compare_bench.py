@@ -4,8 +4,9 @@
 Per kernel and shape: our median, the floor (the cost model's bytes over the copy bandwidth
 measured in the same run, FLOPs over the matrix rate: both from qsa_bench_gpu's counters, never
 recomputed here), the percentage of that ceiling, the achieved GB/s and its percentage of the
-copy bandwidth, and for each baseline its median and the ratio baseline / ours (> 1: ours is
-faster). Baselines match by name: baseline_<impl>/<kernel>/<shape>/<dtype> against
+copy bandwidth, the host's time to enqueue one launch (counter host_us; "-" in JSON from before
+it existed: where it nears our median, the host sets the time), and for each baseline its median
+and the ratio baseline / ours (> 1: ours is faster). Baselines match by name: baseline_<impl>/<kernel>/<shape>/<dtype> against
 <kernel>/<shape>/<dtype>.
 
 Usage:
@@ -72,7 +73,8 @@ def build_rows(ours, baselines, pattern):
             continue
         ours_us = median_us(b)
         row = {"name": name, "ours": ours_us, "floor": b.get("floor_us"), "pct_ceiling": b.get("pct_of_ceiling"),
-               "GBps": b.get("GBps"), "pct_copy": b.get("pct_copy_bw"), "error": b.get("error_message"),
+               "GBps": b.get("GBps"), "pct_copy": b.get("pct_copy_bw"), "host": b.get("host_us"),
+               "error": b.get("error_message"),
                "base": {}}
         for impl in impls:
             other = by_key.get(name, {}).get(impl)
@@ -96,13 +98,13 @@ def header_lines(ctx_ours, ctx_base):
 
 
 def table(impls, rows):
-    head = ["benchmark", "ours us", "floor us", "% ceiling", "GB/s", "% copy"]
+    head = ["benchmark", "ours us", "floor us", "% ceiling", "GB/s", "% copy", "host us"]
     for impl in impls:
         head += [f"{impl} us", f"{impl}/ours"]
     body = []
     for r in rows:
         line = [r["name"], fmt(r["ours"]) if r["ours"] is not None else "ERROR", fmt(r["floor"]),
-                fmt(r["pct_ceiling"]), fmt(r["GBps"], 0), fmt(r["pct_copy"])]
+                fmt(r["pct_ceiling"]), fmt(r["GBps"], 0), fmt(r["pct_copy"]), fmt(r["host"])]
         for impl in impls:
             us, ratio, err = r["base"][impl]
             line += [fmt(us) if us is not None else ("ERROR" if err else "-"), fmt(ratio, 2)]

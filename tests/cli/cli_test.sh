@@ -184,6 +184,9 @@ PY
     expect 2 'budget 0' "$qsa" sweep "$t" -o "$work/x" --budgets 0
     "$python" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["aggregates"] and d["settings"]["seed"]' \
       "$work/full.json" || { echo "FAIL: OUT.json"; exit 1; }
+    # The benchmark table shows the host's enqueue time per launch next to the median.
+    expect 0 'b1/ctx32768/bf16 +10[.]9 .* 8[.]1$' "$python" "$src/scripts/compare_bench.py" \
+      "$src/docs/bench/h200-2026-11-30-issue7-bcaa15f.json" --filter 'attention/decode/b1/ctx32768/bf16'
     if "$python" -c 'import matplotlib' 2>/dev/null; then
       expect 0 'wrote' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
       expect 2 'exists' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
