@@ -98,7 +98,7 @@ while ((deadline - SECONDS > 0)); do
     continue
   fi
   echo "fuzz: FINDING (libFuzzer exit $status); the report ($log):"
-  report_from=$(grep -n -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|deadly signal' "$log" | cut -d: -f1 || true)
+  report_from=$(awk -v mode=start -f scripts/fuzz_blame.awk "$log")
   if [[ -n $report_from ]]; then sed -n "${report_from},\$p" "$log" | head -n 120; else tail -n 80 "$log"; fi
   if [[ -z $artifact ]]; then
     echo "fuzz: libFuzzer saved no input; the log above says why"

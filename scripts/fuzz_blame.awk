@@ -1,6 +1,9 @@
 # Who is to blame for a sanitizer report from the trace fuzzer: prints "hdf5"
 # or "qsa". Used by scripts/fuzz.sh; tests/fuzz/blame/ holds a report of each
-# kind with its verdict in the file name (ctest fuzz.blame).
+# kind with its verdict in the file name (ctest fuzz.blame). With -v
+# mode=start it prints instead the line number where the report starts
+# (nothing when the log has none): fuzz.sh prints the report from there, and
+# the pattern that recognises a report lives only here.
 #
 # "hdf5" when the report's faulting stack reaches libhdf5 before any qsa
 # source and the memory involved is HDF5's own (allocated there, not on a qsa
@@ -22,7 +25,7 @@ function owner(line) {
   return ""
 }
 BEGIN { section = "access" }
-/ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|deadly signal/ { reported = 1 }
+/ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|deadly signal/ { if (!reported) start = NR; reported = 1 }
 !reported { next }
 /^READ of size/ { read = 1 }
 /is located .*(inside of|to the left of) .*region/ { stray = 1 }
@@ -30,6 +33,10 @@ BEGIN { section = "access" }
 /is located in stack of thread/ { section = "stack"; next }
 /^ *#[0-9]+ 0x/ { o = owner($0); if (o != "" && !(section in first)) first[section] = o }
 END {
+  if (mode == "start") {
+    if (reported) print start
+    exit
+  }
   memory_hdf5 = !("memory" in first) || first["memory"] == "hdf5" || (read && stray)
   hdf5 = first["access"] == "hdf5" && memory_hdf5 && first["stack"] != "qsa"
   print hdf5 ? "hdf5" : "qsa"
