@@ -52,8 +52,7 @@ Timing time_launches(benchmark::State& state, int copies, const std::function<vo
   t.copies = copies;
   EventPair events;
   int next = 0;
-  std::vector<double> host_per_launch;  // of the timed batches
-  bool timed = false;
+  std::vector<double> host_per_launch;
   auto batch = [&](int n) {
     return events.time(env.stream, [&] {
       const auto start = std::chrono::steady_clock::now();
@@ -62,7 +61,7 @@ Timing time_launches(benchmark::State& state, int copies, const std::function<vo
         next = (next + 1) % copies;
       }
       const std::chrono::duration<double> host = std::chrono::steady_clock::now() - start;
-      if (timed) host_per_launch.push_back(host.count() / n);
+      host_per_launch.push_back(host.count() / n);
     });
   };
   // Warm-up: a whole rotation (first-touch, instruction caches, clocks),
@@ -72,7 +71,7 @@ Timing time_launches(benchmark::State& state, int copies, const std::function<vo
   const int rotations = rotation > 0 ? static_cast<int>(std::ceil(kMinBatchSeconds / rotation)) : 1;
   t.launches_per_batch = copies * std::clamp(rotations, 1, 1 << 16);
   std::vector<double> per_launch;
-  timed = true;
+  host_per_launch.clear();  // only the timed batches count
   for (auto _ : state) {
     const double s = batch(t.launches_per_batch) / t.launches_per_batch;
     state.SetIterationTime(s);
