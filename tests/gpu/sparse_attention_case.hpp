@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <cstdlib>
@@ -40,6 +41,12 @@ struct AttnSpec {
   bool round_logits = false;  // knobs on top of the profile
   bool round_sigmoid = false;
   bool one_row = false;  // request 0's decode row alone (the tensor-core kernel's most splits)
+  // When nonzero, head h's Q times 2^(q_exponent + h % 3), and the softmax
+  // scale times 2^-q_exponent, so the logits stay as sharp as usual: 17
+  // puts Q past f16's largest value, -24 below f16's normals (the fp8
+  // tensor-core path holds Q in f16, scaled per head row; h % 3 catches a
+  // row given another row's scale).
+  int q_exponent = 0;
 };
 
 inline std::string spec_name(const AttnSpec& s) {
@@ -50,6 +57,7 @@ inline std::string spec_name(const AttnSpec& s) {
   if (s.round_logits) n += "_rlogits";
   if (s.round_sigmoid) n += "_rsigmoid";
   if (s.one_row) n += "_1row";
+  if (s.q_exponent != 0) n += "_q2e" + std::string(s.q_exponent < 0 ? "m" : "") + std::to_string(std::abs(s.q_exponent));
   return n;
 }
 
@@ -153,8 +161,11 @@ inline AttnCase make_attn_case(const AttnSpec& s, const QsaConfig& c, uint64_t s
   const int64_t T = layout.num_tokens;
   TensorD q({T, c.num_heads, c.head_dim}), gate(q.shape);
   const CounterRng rq(seed, "gpu.attention.q"), rg(seed, "gpu.attention.gate"), ri(seed, "gpu.attention.ids");
+  p.scale = std::ldexp(p.scale, -s.q_exponent);
   for (int64_t i = 0; i < q.numel(); ++i) {
-    q.data[i] = round_bf16(rq.normal(static_cast<uint64_t>(i)));
+    const int head = static_cast<int>((i / c.head_dim) % c.num_heads);
+    const int e = s.q_exponent == 0 ? 0 : s.q_exponent + head % 3;
+    q.data[i] = std::ldexp(round_bf16(rq.normal(static_cast<uint64_t>(i))), e);  // still a bf16 value
     gate.data[i] = round_bf16(rg.normal(static_cast<uint64_t>(i)));
   }
   TensorI32 idx({T, p.index_width}, -1);

@@ -11,7 +11,9 @@
 //  - Exact-knob sweep (no P or A rounding): the same shapes with the fp32
 //    bound alone, sharp enough to notice one dropped or extra id in 2051.
 //  - Coverage: D 32 and 128, H/G 2 and 24 (two head chunks per group), fp8
-//    KV in both flavours, bf16 logits and sigmoid (smoke tests of the knobs).
+//    KV in both flavours (the tensor-core fp8 path at D 64, 128 and 256),
+//    Q past f16's range both ways (that path holds Q in f16), bf16 logits
+//    and sigmoid (smoke tests of the knobs).
 //  - Split-K: the same long rows with splits of 32 to 1024 ids and one
 //    split, all within the fp32 bound of the reference; the engine profile
 //    through both decode kernels at several split sizes; one decode row
@@ -99,6 +101,21 @@ std::vector<AttnSpec> coverage() {
   fnuz.kv = KvDtype::kFp8;
   fnuz.flavor = Fp8Flavor::kE4m3fnuz;
   add(64, 2, 4, 300, PrecisionProfile::kExact).kv = KvDtype::kFp8;
+  // The tensor-core kernel's fp8 path at each head dim's fragment layout
+  // (8-byte V loads at D 64), AMD's flavour at D 256, and Q beyond f16's
+  // range both ways in both caches.
+  add(64, 2, 4, 300, PrecisionProfile::kEngine).kv = KvDtype::kFp8;
+  add(256, 2, 12, 2051, PrecisionProfile::kEngine).kv = KvDtype::kFp8;
+  AttnSpec& fnuz256 = add(256, 1, 12, 300, PrecisionProfile::kEngine);
+  fnuz256.kv = KvDtype::kFp8;
+  fnuz256.flavor = Fp8Flavor::kE4m3fnuz;
+  for (KvDtype kv : {KvDtype::kBf16, KvDtype::kFp8})
+    for (int q_exponent : {17, -24}) {
+      AttnSpec& range = add(256, 2, 12, 2051, PrecisionProfile::kEngine);
+      range.kv = kv;
+      range.count = true;
+      range.q_exponent = q_exponent;
+    }
   AttnSpec& knobs = add(256, 2, 12, 300, PrecisionProfile::kEngine);
   knobs.round_logits = true;
   knobs.round_sigmoid = true;
