@@ -27,75 +27,99 @@ using namespace sm80;
 constexpr int kWarps = 8;
 constexpr int kBlock = kWarps * 32;
 constexpr int kNT = kMmaTile;     // ids per warp step
-constexpr int kStages = 3;        // steps in each warp's shared-memory ring (two in flight)
 constexpr int kM = 16;            // query heads per block, padded to the mma's rows
 constexpr int kWarpChunk = 256;   // ids whose slots a warp resolves together (8 per lane)
 static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step");
 
 // Shared-memory layout for head dim D and cache element KvT: Q once, then
 // per warp its own ring, slots and slot chunk (warps never touch each
-// other's), then the per-warp softmax state for the final merge. bf16 rows
-// are padded by 16 bytes so that the 8 rows an ldmatrix reads start on
-// different bank groups; fp8 rows land unpadded and are widened into the
-// warp's padded bf16 tile after they arrive.
+// other's), then the per-warp softmax state for the final merge.
+// bf16 rows are padded by 16 bytes so that the 8 rows an ldmatrix reads
+// start on different bank groups. fp8 rows stay fp8 (the warp reads its
+// fragments straight from them, fp8_logits / fp8_pv); their pitches are
+// chosen so that the 8 lanes of each 16-byte load phase hit distinct banks:
+// K rows gq, gq + 1 are 64 bytes apart modulo 128, V rows 2tq, 2tq + 2 are
+// 32 apart. Half the bytes per step leave room for 5 stages (4 steps in
+// flight) where bf16 fits 3.
 template <int D, class KvT>
 struct Smem {
   static constexpr bool kFp8 = sizeof(KvT) == 1;
-  static constexpr int kPitch = D + 8;                        // bf16 per padded row
-  static constexpr int kTileBytes = kNT * kPitch * 2;         // one padded bf16 K or V tile
-  static constexpr int kRawRowBytes = kFp8 ? D : kPitch * 2;  // a row as it lands
-  static constexpr int kRawTileBytes = kNT * kRawRowBytes;
+  static constexpr int kStages = kFp8 ? 5 : 3;                // steps in each warp's ring (kStages - 1 in flight)
+  static constexpr int kPitch = D + 8;                        // 16-bit elements per padded Q (and bf16 K, V) row
+  static constexpr int kKPitch = kFp8 ? (D % 128 == 64 ? D : D + 64) : kPitch * 2;  // bytes per K row
+  static constexpr int kVPitch = kFp8 ? D + 16 : kPitch * 2;                          // bytes per V row
+  static constexpr int kKTileBytes = kNT * kKPitch;
+  static constexpr int kStageBytes = kKTileBytes + kNT * kVPitch;  // [K | V]
   // Within one warp's region:
-  static constexpr int kRing = 0;                             // [stage][K | V] raw tiles
-  static constexpr int kWide = kRing + kStages * 2 * kRawTileBytes;  // fp8 only: [K | V] bf16
-  static constexpr int kSlots = kWide + (kFp8 ? 2 * kTileBytes : 0);  // [stage][kNT] int32
+  static constexpr int kRing = 0;                             // [stage][K | V] tiles
+  static constexpr int kSlots = kRing + kStages * kStageBytes;  // [stage][kNT] int32
   static constexpr int kChunk = kSlots + kStages * kNT * 4;   // [kWarpChunk] int32
   static constexpr int kWarpBytes = kChunk + kWarpChunk * 4;
   // Block layout:
-  static constexpr int kQ = 0;                                // [kM][kPitch] bf16
+  static constexpr int kQ = 0;                                // [kM][kPitch] bf16 (f16 for fp8)
   static constexpr int kWarp0 = kQ + kM * kPitch * 2;
-  static constexpr int kStats = kWarp0 + kWarps * kWarpBytes; // m, l [2][kWarps][kM]; final m, l [2][kM]; factors [kWarps][kM]
-  static constexpr int kBytes = kStats + (3 * kWarps * kM + 2 * kM) * 4;
+  // m, l [2][kWarps][kM]; final m, l [2][kM]; factors [kWarps][kM]; Q row scales [kM]
+  static constexpr int kStats = kWarp0 + kWarps * kWarpBytes;
+  static constexpr int kBytes = kStats + (3 * kWarps * kM + 3 * kM) * 4;
   // The cross-warp merge buffer [kWarps][kM][kMergePitch] floats reuses the
   // warps' regions once every warp has finished its ids.
   static constexpr int kMergePitch = D + 4;
   static_assert(kMergePitch % 4 == 0, "merge rows are read as float4");
   static_assert(kWarps * kM * kMergePitch * 4 <= kWarps * kWarpBytes, "merge buffer fits the rings");
-  static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kWide % 16 == 0 && kSlots % 16 == 0,
+  static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kStageBytes % 16 == 0 && kKPitch % 16 == 0 &&
+                    kVPitch % 16 == 0 && kSlots % 16 == 0,
                 "16-byte aligned regions");
 };
 
 // NVIDIA warps are 32 wide; a literal lets the compiler fold lane arithmetic.
 __device__ inline int lane32() { return static_cast<int>(threadIdx.x) & 31; }
 
-__device__ inline uint32_t pack_bf16(float lo, float hi) {
-  // Both are bf16 values already (P rounded to bf16): truncation is exact.
-  return (float_bits(lo) >> 16) | (float_bits(hi) & 0xffff0000u);
-}
-
-// Codes 2e and 2e + 1 of w as two bf16. Every e4m3 value (NaN included) is
-// exact in bf16; OCP e4m3fn takes the hardware conversion, AMD's fnuz (no
-// NVIDIA instruction) the portable decoder.
-__device__ inline uint32_t fp8_pair_to_bf16(uint32_t w, int e, bool fnuz) {
-  if (!fnuz) return e4m3x2_to_bf16x2(w >> (16 * e));
-  const float lo = fp8_e4m3_to_float(static_cast<uint8_t>(w >> (16 * e)), true);
-  const float hi = fp8_e4m3_to_float(static_cast<uint8_t>(w >> (16 * e + 8)), true);
-  return pack_bf16(lo, hi);
-}
-
-// Widens one warp's raw fp8 tile [kNT][D] into its padded bf16 tile.
-template <int D>
-__device__ void widen_tile(const uint8_t* raw, uint16_t* wide, bool fnuz) {
-  for (int i = lane32(); i < kNT * D / 8; i += 32) {
-    const int r = i / (D / 8), c = (i % (D / 8)) * 8;
-    const uint2 w = *reinterpret_cast<const uint2*>(raw + r * D + c);
-    uint4 o;
-    o.x = fp8_pair_to_bf16(w.x, 0, fnuz);
-    o.y = fp8_pair_to_bf16(w.x, 1, fnuz);
-    o.z = fp8_pair_to_bf16(w.y, 0, fnuz);
-    o.w = fp8_pair_to_bf16(w.y, 1, fnuz);
-    *reinterpret_cast<uint4*>(wide + r * Smem<D, uint8_t>::kPitch + c) = o;
+// The two e4m3 codes in the low 16 bits of w as two f16 (low byte in the
+// low half). Every e4m3 value, NaN included, is exact in f16: OCP e4m3fn
+// takes the one-instruction hardware conversion, AMD's fnuz (no NVIDIA
+// instruction) the portable decoder.
+template <bool kFnuz>
+__device__ inline uint32_t fp8_pair_to_f16(uint32_t w) {
+  if constexpr (!kFnuz) {
+    return e4m3x2_to_f16x2(w);
+  } else {
+    return f32x2_to_f16x2(fp8_e4m3_to_float(static_cast<uint8_t>(w), true),
+                          fp8_e4m3_to_float(static_cast<uint8_t>(w >> 8), true));
   }
+}
+
+// fp8 path, once per block after Q has landed: rewrites Q in place as f16,
+// each head row scaled by a power of two 2^-s that brings its largest
+// magnitude into [2^14, 2^15) (exact: bf16 has fewer mantissa bits than f16,
+// and nothing that matters reaches f16's subnormals), and stores 2^s in
+// row_scale. A logit is then (Q 2^-s)·K · 2^s, the same value as Q·K: the
+// scaling only keeps Q inside f16's range. 16 threads per row.
+template <int D>
+__device__ void q_to_scaled_f16(uint16_t* q_s, float* row_scale) {
+  constexpr int kPer = D / 16;  // elements per thread: 4, 8 or 16
+  const int tid = static_cast<int>(threadIdx.x);
+  const int r = tid >> 4, part = tid & 15;
+  uint32_t* words = reinterpret_cast<uint32_t*>(q_s + r * Smem<D, uint8_t>::kPitch + part * kPer);
+  uint32_t w[kPer / 2];
+  float mx = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPer / 2; ++i) {
+    w[i] = words[i];
+    mx = fmaxf(mx, fmaxf(fabsf(bits_float(w[i] << 16)), fabsf(bits_float(w[i] & 0xffff0000u))));
+  }
+#pragma unroll
+  for (int o = 1; o < 16; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  // s = e - 15 for mx = f 2^e, f in [0.5, 1); 0 for a zero or non-finite row
+  // (inf and NaN then pass through unchanged); at least -126 so that 2^-s
+  // stays a float (a row below 2^-141 loses only bits that cannot matter).
+  int e = 0;
+  frexpf(mx, &e);
+  const int s = (mx > 0.0f && isfinite(mx)) ? max(e - 15, -126) : 0;
+  const float down = bits_float(static_cast<uint32_t>(127 - s) << 23);
+#pragma unroll
+  for (int i = 0; i < kPer / 2; ++i)
+    words[i] = f32x2_to_f16x2(bits_float(w[i] << 16) * down, bits_float(w[i] & 0xffff0000u) * down);
+  if (part == 0) row_scale[r] = bits_float(static_cast<uint32_t>(127 + s) << 23);
 }
 
 // The token ids of columns [first, first + kWarpChunk) below `limit` (-1
@@ -157,7 +181,8 @@ __device__ void resolve_chunk(const KernelArgs& a, const SplitColumns& s, int fi
 // A row costs one slot load and one 64-bit multiply per lane, shared by its
 // K and V copies (the pattern before spent half of a step's instructions on
 // per-copy addresses, measured with ncu), and the rows' destinations are
-// immediates.
+// immediates. (Hopper's bulk copies, one instruction per row, measured
+// slower: docs/performance.md, sixth pass.)
 template <int D, class KvT>
 struct CopyLane {
   static constexpr int kPieces = D * static_cast<int>(sizeof(KvT)) / 16;  // 16-byte pieces per K (or V) row
@@ -167,7 +192,7 @@ struct CopyLane {
   int row;                     // the first step row this lane copies
   const unsigned char* k_src;  // the K cache at this lane's piece of group g
   const unsigned char* v_src;  // the same in the V cache
-  uint32_t dst;                // that piece's offset in a stage for `row` (K tile; the V tile follows it)
+  uint32_t k_dst, v_dst;       // that piece's offsets in a stage for `row`
   __device__ CopyLane(const KernelArgs& a, int g, int lane) {
     using L = Smem<D, KvT>;
     row = lane / kPieces;
@@ -175,7 +200,8 @@ struct CopyLane {
     const int64_t group_bytes = static_cast<int64_t>(g) * D * static_cast<int>(sizeof(KvT));
     k_src = static_cast<const unsigned char*>(a.k_cache) + group_bytes + piece;
     v_src = static_cast<const unsigned char*>(a.v_cache) + group_bytes + piece;
-    dst = static_cast<uint32_t>(row * L::kRawRowBytes + piece);
+    k_dst = static_cast<uint32_t>(row * L::kKPitch + piece);
+    v_dst = static_cast<uint32_t>(L::kKTileBytes + row * L::kVPitch + piece);
   }
 };
 
@@ -187,47 +213,192 @@ __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int 
   const int lane = lane32();
   const int32_t* chunk = reinterpret_cast<const int32_t*>(wsm + L::kChunk) + (t * kNT) % kWarpChunk;
   if (lane < kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * kNT + lane] = chunk[lane];
-  const int64_t row_bytes = static_cast<int64_t>(a.kv_heads) * D * static_cast<int>(sizeof(KvT));
-  const uint32_t d = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes + cl.dst;
+  // A slot's byte offset as one 32 x 32 -> 64-bit multiply (the launcher
+  // keeps slots and a row's bytes in 32 bits).
+  const uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * D * static_cast<uint32_t>(sizeof(KvT));
+  const uint32_t d = wsm_addr + L::kRing + stage * L::kStageBytes;
 #pragma unroll
   for (int i = 0; i < C::kCopies; ++i) {
     const int32_t slot = chunk[cl.row + i * C::kRowsPerCopy];
     const bool ok = slot >= 0;
-    const int64_t off = ok ? slot * row_bytes : 0;
-    const uint32_t to = d + i * C::kRowsPerCopy * L::kRawRowBytes;
-    cp_async16(to, cl.k_src + off, ok);
-    cp_async16(to + L::kRawTileBytes, cl.v_src + off, ok);
+    const uint64_t off = static_cast<uint64_t>(static_cast<uint32_t>(ok ? slot : 0)) * row_bytes;
+    cp_async16(d + cl.k_dst + i * C::kRowsPerCopy * L::kKPitch, cl.k_src + off, ok);
+    cp_async16(d + cl.v_dst + i * C::kRowsPerCopy * L::kVPitch, cl.v_src + off, ok);
   }
 }
 
+// 2^x on the special-function unit (one instruction; relative error about
+// 2^-22, far inside the bf16 rounding every P takes; results below 2^-126
+// flush to 0).
+__device__ inline float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+// A row's running max moves only when a logit passes it by more than this
+// (ln 256): P = exp(s - m) then stays below 256, well inside bf16 and f16,
+// and the 128 accumulator multiplies of a rescale run a few times per warp
+// instead of at most steps (with an exact max and random logits, one of a
+// warp's 12 head rows finds a new max in most of its first 32 steps). The
+// final (m, l, O) are consistent for any m, so the merges are unchanged.
+constexpr float kLazyMax = 5.545177444479562f;
+
 // Online softmax of one head row over the step's 2 logits this lane holds
 // (the row's other 6 sit in the 3 lanes of the same quad): updates m and l,
-// turns the logits into P (bf16-rounded with a.round_p) and returns alpha =
+// turns the logits into unrounded weights exp(s - m) (the caller rounds
+// them to bf16 as it packs the PV operand) and returns alpha =
 // exp(m_old - m_new). Same rules as tile_softmax: -inf logits give P = 0,
-// fmaxf skips NaN in the max, l sums the unrounded weights.
-__device__ inline float softmax_row(const KernelArgs& a, float& s0, float& s1, float& m, float& l) {
+// fmaxf skips NaN in the max, l sums the unrounded weights. With no finite
+// logit yet, m stays -inf and every weight is 0.
+__device__ inline float softmax_row(float& s0, float& s1, float& m, float& l) {
   float mx = fmaxf(s0, s1);
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-  const float m_new = fmaxf(m, mx);
-  // The exps run unconditionally (from a finite max) and selects apply the
-  // rule, rather than branches around each exp.
-  const bool none = m_new == -INFINITY;
-  const float m_sub = none ? 0.0f : m_new;
+  const bool move = mx > m + kLazyMax;  // false while mx = -inf (and for NaN)
+  const float m_new = move ? mx : m;
+  const float m_sub = m_new == -INFINITY ? 0.0f : m_new;  // -inf logits then give exp2(-inf) = 0
   float sum = 0.0f;
   auto weight = [&](float& x) {
-    const float e = none ? 0.0f : expf(x - m_sub);
-    sum += e;
-    x = a.round_p ? round_bf16(e) : e;
+    x = exp2_approx((x - m_sub) * kLog2e);
+    sum += x;
   };
   weight(s0);
   weight(s1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-  const float alpha = none ? 1.0f : expf(m - m_sub);
+  const float alpha = move ? exp2_approx((m - m_new) * kLog2e) : 1.0f;  // m = -inf: 0 (l and O are 0 anyway)
   l = l * alpha + sum;
   m = m_new;
   return alpha;
+}
+
+// Two weights as the PV mma's A register: rounded to bf16 (round to
+// nearest even, one instruction), the canonical P; for the fp8 path then
+// widened to f16, which holds every bf16 value in [2^-17, 65504] exactly.
+__device__ inline uint32_t p_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ inline uint32_t p_f16x2(float lo, float hi) {
+  const uint32_t b = p_bf16x2(lo, hi);
+  return f32x2_to_f16x2(bits_float(b << 16), bits_float(b & 0xffff0000u));
+}
+
+// S[16 heads, 8 ids] = Q K^T for a bf16 cache (Q and K through ldmatrix),
+// as two independent mma chains (even and odd k16 slices) that the caller
+// adds: one chain of D/16 dependent mmas would be the step's longest
+// latency.
+template <int D>
+__device__ void bf16_logits(float (&sc)[2][4], uint32_t q_lane, uint32_t k_lane) {
+#pragma unroll
+  for (int kp = 0; kp < D / 32; ++kp) {
+    uint32_t b[4];
+    ldmatrix_x4(b, k_lane + kp * 64);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      uint32_t qa[4];
+      ldmatrix_x4(qa, q_lane + (2 * kp + half) * 32);
+      mma_bf16(sc[half], qa, b[2 * half], b[2 * half + 1]);
+    }
+  }
+}
+
+// The same for an fp8 cache, with fragments read straight from the fp8
+// rows (a pass that widened each tile to bf16 in shared memory made the
+// fp8 kernel slower than the bf16 one at 64 rows, 123 us against 86, though
+// it reads half the bytes: docs/performance.md). A dot
+// product may take its dims in any order that Q and K share: in each
+// 64-dim chunk c, k16 slice s puts dim 64c + 16tq + 4s + j at mma position
+// 2tq + j and dim 64c + 16tq + 4s + 2 + j at 2tq + 8 + j (j = 0, 1). A
+// lane's K fragments for the chunk's 4 slices are then one 16-byte load of
+// its row gq, each 32-bit word one slice's b0 (low codes) and b1 (high),
+// and its Q fragments two 16-byte loads each of rows gq and gq + 8.
+template <int D, bool kFnuz>
+__device__ void fp8_logits(float (&sc)[2][4], const uint16_t* q_s, const unsigned char* k_tile) {
+  using L = Smem<D, uint8_t>;
+  const int lane = lane32(), gq = lane >> 2, tq = lane & 3;
+  const unsigned char* k_row = k_tile + gq * L::kKPitch + 16 * tq;
+  const uint16_t* q0 = q_s + gq * L::kPitch + 16 * tq;
+  const uint16_t* q1 = q0 + 8 * L::kPitch;
+#pragma unroll
+  for (int c = 0; c < D / 64; ++c) {
+    const uint4 k = *reinterpret_cast<const uint4*>(k_row + 64 * c);
+    const uint4 x0 = *reinterpret_cast<const uint4*>(q0 + 64 * c);
+    const uint4 x1 = *reinterpret_cast<const uint4*>(q0 + 64 * c + 8);
+    const uint4 y0 = *reinterpret_cast<const uint4*>(q1 + 64 * c);
+    const uint4 y1 = *reinterpret_cast<const uint4*>(q1 + 64 * c + 8);
+    const uint32_t kw[4] = {k.x, k.y, k.z, k.w};
+    const uint32_t r0[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    const uint32_t r1[8] = {y0.x, y0.y, y0.z, y0.w, y1.x, y1.y, y1.z, y1.w};
+#pragma unroll
+    for (int sl = 0; sl < 4; ++sl) {
+      const uint32_t qa[4] = {r0[2 * sl], r1[2 * sl], r0[2 * sl + 1], r1[2 * sl + 1]};
+      mma_f16(sc[sl & 1], qa, fp8_pair_to_f16<kFnuz>(kw[sl]), fp8_pair_to_f16<kFnuz>(kw[sl] >> 16));
+    }
+  }
+}
+
+// O[16 heads, D] += P V for a bf16 cache, V through ldmatrix.trans.
+template <int D>
+__device__ void bf16_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, uint32_t v_lane) {
+#pragma unroll
+  for (int np = 0; np < D / 32; ++np) {
+    uint32_t b[4];
+    ldmatrix_x4_trans(b, v_lane + np * 64);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) mma_bf16_k8(acc[4 * np + j], pa0, pa1, b[j]);
+  }
+}
+
+// The same for an fp8 cache. A B register holds two ids of one dim, and an
+// fp8 tile is [id][dim]: lane (gq, tq) loads rows 2tq and 2tq + 1 at the
+// same kFp8VBytes dims and pairs their codes byte by byte (two byte
+// permutes per 4 dims). Which dim each output column holds is free: lane gq
+// supplies dims l·8B + gq·B + r (r < B = kFp8VBytes, l < D / 8B) as column
+// gq of tile l·B + r, so accumulator c0 of tile u = l·B + r is dim
+// l·8B + 2tq·B + r and c1 is B dims further (the epilogue's fp8 store).
+template <int D>
+inline constexpr int kFp8VBytes = D >= 128 ? 16 : 8;
+
+template <int N>
+__device__ inline void load_words(const unsigned char* p, uint32_t (&w)[N / 4]) {
+  if constexpr (N == 16) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else {
+    static_assert(N == 8, "8 or 16 bytes");
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    w[0] = v.x, w[1] = v.y;
+  }
+}
+
+template <int D, bool kFnuz>
+__device__ void fp8_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const unsigned char* v_tile) {
+  using L = Smem<D, uint8_t>;
+  constexpr int kB = kFp8VBytes<D>;
+  const int lane = lane32(), gq = lane >> 2, tq = lane & 3;
+  const unsigned char* even = v_tile + 2 * tq * L::kVPitch + gq * kB;
+  const unsigned char* odd = even + L::kVPitch;
+#pragma unroll
+  for (int l = 0; l < D / (8 * kB); ++l) {
+    uint32_t x[kB / 4], y[kB / 4];
+    load_words<kB>(even + 8 * kB * l, x);
+    load_words<kB>(odd + 8 * kB * l, y);
+#pragma unroll
+    for (int i = 0; i < kB / 4; ++i) {
+      const uint32_t lo = __byte_perm(x[i], y[i], 0x5140);  // x.b0 y.b0 x.b1 y.b1
+      const uint32_t hi = __byte_perm(x[i], y[i], 0x7362);  // x.b2 y.b2 x.b3 y.b3
+      const int u = l * kB + 4 * i;
+      mma_f16_k8(acc[u], pa0, pa1, fp8_pair_to_f16<kFnuz>(lo));
+      mma_f16_k8(acc[u + 1], pa0, pa1, fp8_pair_to_f16<kFnuz>(lo >> 16));
+      mma_f16_k8(acc[u + 2], pa0, pa1, fp8_pair_to_f16<kFnuz>(hi));
+      mma_f16_k8(acc[u + 3], pa0, pa1, fp8_pair_to_f16<kFnuz>(hi >> 16));
+    }
+  }
 }
 
 // L2 prefetches of what a block reads first, issued before it waits for
@@ -264,6 +435,7 @@ template <int D, class KvT>
 __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   using L = Smem<D, KvT>;
   constexpr int kPitch = L::kPitch;
+  constexpr int kStages = L::kStages;
   constexpr int kDimTiles = D / 8;  // n8 tiles of the output row
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
@@ -272,6 +444,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   float* fin_m = stat_l + kWarps * kM;  // [kM]
   float* fin_l = fin_m + kM;
   float* stat_f = fin_l + kM;  // [kWarps][kM]: exp(m_w - m)
+  float* q_scale = stat_f + kWarps * kM;  // [kM]: fp8 only, 2^s of each Q row (q_to_scaled_f16)
 
   // Launched as a programmatic dependent (dependent_launch.hpp): the blocks
   // are resident when the previous kernel ends, and read nothing before it
@@ -341,6 +514,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   const uint32_t kv_lane_off = ((lane & 7) * kPitch + (lane >> 3) * 8) * 2;
 
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // head rows gq and gq + 8
+  float q_row_scale[2] = {1.0f, 1.0f};                            // the same rows' 2^s (fp8 only)
   float acc[kDimTiles][4];
 #pragma unroll
   for (int i = 0; i < kDimTiles; ++i)
@@ -355,10 +529,17 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   for (int t = 1 - kStages; t < last; ++t) {
     if (t >= 0) {
       cp_async_wait<kStages - 2>();  // this lane's copies of step t (and, at step 0, of Q) have landed
-      if (t == 0)
+      if (t == 0) {
         __syncthreads();  // everyone's have: Q and the warp's step 0
-      else
+        if constexpr (L::kFp8) {
+          q_to_scaled_f16<D>(q_s, q_scale);
+          __syncthreads();
+          q_row_scale[0] = q_scale[gq];
+          q_row_scale[1] = q_scale[gq + 8];
+        }
+      } else {
         __syncwarp();  // the warp's copies of step t have landed, and step t - 1 is fully consumed
+      }
     }
     const int next = t + kStages - 1;
     if (next < steps) {
@@ -371,45 +552,33 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     cp_async_commit();
     if (t < 0 || t >= steps) continue;
     const int stage = t % kStages;
-    uint32_t kt, vt;  // shared-window addresses of the step's bf16 K and V tiles
-    if constexpr (L::kFp8) {
-      const unsigned char* raw = wsm + L::kRing + stage * 2 * L::kRawTileBytes;
-      uint16_t* wide = reinterpret_cast<uint16_t*>(wsm + L::kWide);
-      widen_tile<D>(raw, wide, a.fnuz);
-      widen_tile<D>(raw + L::kRawTileBytes, wide + kNT * kPitch, a.fnuz);
-      __syncwarp();
-      kt = wsm_addr + L::kWide;
-    } else {
-      kt = wsm_addr + L::kRing + stage * 2 * L::kRawTileBytes;
-    }
-    vt = kt + L::kTileBytes;
-
-    // S[16 heads, 8 ids], as two independent mma chains (even and odd k16
-    // slices) added at the end: one chain of D/16 dependent mmas would be
-    // the step's longest latency.
+    const uint32_t kt = wsm_addr + L::kRing + stage * L::kStageBytes;  // the step's K tile (V follows it)
+    const unsigned char* k_tile = wsm + L::kRing + stage * L::kStageBytes;
     float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-    const uint32_t k_lane = kt + kv_lane_off;
-#pragma unroll
-    for (int kp = 0; kp < D / 32; ++kp) {
-      uint32_t b[4];
-      ldmatrix_x4(b, k_lane + kp * 64);
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        uint32_t qa[4];
-        ldmatrix_x4(qa, q_lane + (2 * kp + half) * 32);
-        mma_bf16(sc[half], qa, b[2 * half], b[2 * half + 1]);
-      }
+    if constexpr (L::kFp8) {
+      if (a.fnuz)
+        fp8_logits<D, true>(sc, q_s, k_tile);
+      else
+        fp8_logits<D, false>(sc, q_s, k_tile);
+    } else {
+      bf16_logits<D>(sc, q_lane, kt + kv_lane_off);
     }
     const int32_t* slots = reinterpret_cast<const int32_t*>(wsm + L::kSlots) + stage * kNT;
     float s4[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float v = (sc[0][e] + sc[1][e]) * a.k_scale;
-      v = a.round_logits ? round_bf16(round_bf16(v) * a.scale) : v * a.scale;
-      s4[e] = slots[tq * 2 + (e & 1)] >= 0 ? v : -INFINITY;
+    for (int e = 0; e < 4; ++e)  // (q_row_scale undoes the fp8 path's scaling of Q exactly; 1 for bf16)
+      s4[e] = (sc[0][e] + sc[1][e]) * q_row_scale[e >> 1] * a.k_scale;
+    if (a.round_logits) {  // one uniform branch, not one per logit
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[e] = round_bf16(round_bf16(s4[e]) * a.scale);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[e] *= a.scale;
     }
-    const float al0 = softmax_row(a, s4[0], s4[1], m0, l0);
-    const float al1 = softmax_row(a, s4[2], s4[3], m1, l1);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s4[e] = slots[tq * 2 + (e & 1)] >= 0 ? s4[e] : -INFINITY;
+    const float al0 = softmax_row(s4[0], s4[1], m0, l0);
+    const float al1 = softmax_row(s4[2], s4[3], m1, l1);
     // Rescale only when some row's max moved: alpha = 1 is a no-op, so
     // skipping it changes no bit; nor does skipping it at step 0, where
     // every accumulator is still zero.
@@ -422,15 +591,17 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
         acc[i][3] *= al1;
       }
     }
-    // P as the A operand of the k8 mma straight from the S accumulators' layout.
-    const uint32_t pa0 = pack_bf16(s4[0], s4[1]), pa1 = pack_bf16(s4[2], s4[3]);
-    const uint32_t v_lane = vt + kv_lane_off;
-#pragma unroll
-    for (int np = 0; np < D / 32; ++np) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, v_lane + np * 64);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) mma_bf16_k8(acc[4 * np + j], pa0, pa1, b[j]);
+    // P as the A operand of the k8 mma straight from the S accumulators'
+    // layout.
+    if constexpr (L::kFp8) {
+      const uint32_t pa0 = p_f16x2(s4[0], s4[1]), pa1 = p_f16x2(s4[2], s4[3]);
+      const unsigned char* v_tile = k_tile + L::kKTileBytes;
+      if (a.fnuz)
+        fp8_pv<D, true>(acc, pa0, pa1, v_tile);
+      else
+        fp8_pv<D, false>(acc, pa0, pa1, v_tile);
+    } else {
+      bf16_pv<D>(acc, p_bf16x2(s4[0], s4[1]), p_bf16x2(s4[2], s4[3]), kt + L::kKTileBytes + kv_lane_off);
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
@@ -467,13 +638,33 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   }
   const float scale_row[2] = {stat_f[warp * kM + gq], stat_f[warp * kM + gq + 8]};
   float* merge = reinterpret_cast<float*>(smem + L::kWarp0);  // [kWarps][kM][kMergePitch]
+  float* m0_row = merge + (warp * kM + gq) * L::kMergePitch;
+  float* m1_row = m0_row + 8 * L::kMergePitch;
+  if constexpr (L::kFp8) {
+    // fp8_pv's columns: c0 of tile l·B + r is dim l·8B + 2tq·B + r, c1 is B further.
+    constexpr int kB = kFp8VBytes<D>;
 #pragma unroll
-  for (int i = 0; i < kDimTiles; ++i) {
-    const int d = i * 8 + tq * 2;
-    float* r0 = merge + (warp * kM + gq) * L::kMergePitch + d;
-    float* r1 = r0 + 8 * L::kMergePitch;
-    *reinterpret_cast<float2*>(r0) = make_float2(acc[i][0] * scale_row[0], acc[i][1] * scale_row[0]);
-    *reinterpret_cast<float2*>(r1) = make_float2(acc[i][2] * scale_row[1], acc[i][3] * scale_row[1]);
+    for (int l = 0; l < D / (8 * kB); ++l) {
+#pragma unroll
+      for (int r = 0; r < kB; r += 4) {
+        const int u = l * kB + r, d = l * 8 * kB + 2 * tq * kB + r;
+        auto put = [&](float* at, int e, float f) {
+          *reinterpret_cast<float4*>(at) =
+              make_float4(acc[u][e] * f, acc[u + 1][e] * f, acc[u + 2][e] * f, acc[u + 3][e] * f);
+        };
+        put(m0_row + d, 0, scale_row[0]);
+        put(m0_row + d + kB, 1, scale_row[0]);
+        put(m1_row + d, 2, scale_row[1]);
+        put(m1_row + d + kB, 3, scale_row[1]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kDimTiles; ++i) {
+      const int d = i * 8 + tq * 2;
+      *reinterpret_cast<float2*>(m0_row + d) = make_float2(acc[i][0] * scale_row[0], acc[i][1] * scale_row[0]);
+      *reinterpret_cast<float2*>(m1_row + d) = make_float2(acc[i][2] * scale_row[1], acc[i][3] * scale_row[1]);
+    }
   }
   __syncthreads();
   // Each thread owns elements tid + k·kBlock of the [nh, D] output; with one

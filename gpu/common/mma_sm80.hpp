@@ -1,5 +1,6 @@
 // NVIDIA-only device helpers for tensor-core kernels (sm_80 and later,
-// sm_90a included): the bf16 m16n8k16 and m16n8k8 matrix multiply-accumulates, ldmatrix
+// sm_90a included): the bf16 and f16 m16n8k16 and m16n8k8 matrix
+// multiply-accumulates, fp8 and f32 to f16 conversions, ldmatrix
 // and cp.async with zero fill, as inline PTX. Include only from .hip files,
 // and only inside `#if defined(QSA_GPU_CUDA)`: AMD builds keep the portable
 // kernels, which is why every user of this header has a fallback.
@@ -42,6 +43,23 @@ __device__ inline void mma_bf16_k8(float (&d)[4], uint32_t a0, uint32_t a1, uint
       : "r"(a0), "r"(a1), "r"(b0));
 }
 
+// The same two shapes with f16 operands (the fp8 cache's path: every e4m3
+// code is exact in f16, and one instruction widens two of them).
+__device__ inline void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ inline void mma_f16_k8(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b0));
+}
+
 // Four 8x8 bf16 matrices; lane l gives the shared-space address of row
 // l % 8 of matrix l / 8 (16 contiguous bytes) and receives element
 // (l / 4, 2 (l % 4)..+1) of each matrix in r[0..3]. Addresses are 32-bit
@@ -67,17 +85,19 @@ __device__ inline void cp_async16(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
 
-// Two OCP e4m3 codes (low byte first) to two bf16 (low half first), exactly:
-// the hardware conversion to f16 (sm_89+) is exact for e4m3, and an f16
-// with at most 3 mantissa bits widens to an f32 whose high half is its
-// bf16. NaN codes give a NaN.
-__device__ inline uint32_t e4m3x2_to_bf16x2(uint32_t two_codes) {
+// Two OCP e4m3 codes (the low 16 bits, low byte first) to two f16 (low half
+// first), exactly, in one instruction (sm_89+).
+__device__ inline uint32_t e4m3x2_to_f16x2(uint32_t two_codes) {
   uint32_t h2;
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(static_cast<uint16_t>(two_codes)));
-  float lo, hi;
-  asm("cvt.f32.f16 %0, %1;\n" : "=f"(lo) : "h"(static_cast<uint16_t>(h2)));
-  asm("cvt.f32.f16 %0, %1;\n" : "=f"(hi) : "h"(static_cast<uint16_t>(h2 >> 16)));
-  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632);
+  return h2;
+}
+
+// Two floats to two f16 (lo in the low half), rounded to nearest even.
+__device__ inline uint32_t f32x2_to_f16x2(float lo, float hi) {
+  uint32_t h2;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(h2) : "f"(hi), "f"(lo));
+  return h2;
 }
 
 // Brings the 128-byte line holding p into L2; never faults, loads nothing
