@@ -56,7 +56,7 @@ struct Smem {
   static constexpr int kChunk = kSlots + kStages * kNT * 4;   // [kWarpChunk] int32
   static constexpr int kWarpBytes = kChunk + kWarpChunk * 4;
   // Block layout:
-  static constexpr int kQ = 0;                                // [kM][kPitch] bf16 (f16 for fp8)
+  static constexpr int kQ = 0;  // [kM][kPitch] bf16; fp8: f16 A fragments from step 0 on (q_to_scaled_f16)
   static constexpr int kWarp0 = kQ + kM * kPitch * 2;
   // m, l [2][kWarps][kM]; final m, l [2][kM]; factors [kWarps][kM]; Q row scales [kM]
   static constexpr int kStats = kWarp0 + kWarps * kWarpBytes;
@@ -65,6 +65,7 @@ struct Smem {
   // warps' regions once every warp has finished its ids.
   static constexpr int kMergePitch = D + 4;
   static_assert(kMergePitch % 4 == 0, "merge rows are read as float4");
+  static_assert(D / 16 * 32 * 16 <= kM * kPitch * 2, "Q's f16 fragments fit where its rows were");
   static_assert(kWarps * kM * kMergePitch * 4 <= kWarps * kWarpBytes, "merge buffer fits the rings");
   static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kStageBytes % 16 == 0 && kKPitch % 16 == 0 &&
                     kVPitch % 16 == 0 && kSlots % 16 == 0,
@@ -88,18 +89,20 @@ __device__ inline uint32_t fp8_pair_to_f16(uint32_t w) {
   }
 }
 
-// fp8 path, once per block after Q has landed: rewrites Q in place as f16,
-// each head row scaled by a power of two 2^-s that brings its largest
-// magnitude into [2^14, 2^15) (exact: bf16 has fewer mantissa bits than f16,
-// and nothing that matters reaches f16's subnormals), and stores 2^s in
-// row_scale. A logit is then (Q 2^-s)·K · 2^s, the same value as Q·K: the
-// scaling only keeps Q inside f16's range. 16 threads per row.
+// fp8 path, once per block after Q has landed: rewrites Q as f16 A
+// fragments in fp8_logits' order, each head row scaled by a power of two
+// 2^-s that brings its largest magnitude into [2^14, 2^15) (exact: bf16 has
+// fewer mantissa bits than f16, and nothing that matters reaches f16's
+// subnormals), and stores 2^s in row_scale. A logit is then
+// (Q 2^-s)·K · 2^s, the same value as Q·K: the scaling only keeps Q inside
+// f16's range. 16 threads per row; the fragments overwrite the rows they
+// come from, so all are read before any is written.
 template <int D>
 __device__ void q_to_scaled_f16(uint16_t* q_s, float* row_scale) {
   constexpr int kPer = D / 16;  // elements per thread: 4, 8 or 16
   const int tid = static_cast<int>(threadIdx.x);
   const int r = tid >> 4, part = tid & 15;
-  uint32_t* words = reinterpret_cast<uint32_t*>(q_s + r * Smem<D, uint8_t>::kPitch + part * kPer);
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(q_s + r * Smem<D, uint8_t>::kPitch + part * kPer);
   uint32_t w[kPer / 2];
   float mx = 0.0f;
 #pragma unroll
@@ -118,9 +121,21 @@ __device__ void q_to_scaled_f16(uint16_t* q_s, float* row_scale) {
   const float down = bits_float(static_cast<uint32_t>(127 - s) << 23);
 #pragma unroll
   for (int i = 0; i < kPer / 2; ++i)
-    words[i] = f32x2_to_f16x2(bits_float(w[i] << 16) * down, bits_float(w[i] & 0xffff0000u) * down);
+    w[i] = f32x2_to_f16x2(bits_float(w[i] << 16) * down, bits_float(w[i] & 0xffff0000u) * down);
   if (part == 0) row_scale[r] = bits_float(static_cast<uint32_t>(127 + s) << 23);
+  __syncthreads();
+  // Dims d, d + 1 (d even) of row r: chunk c = d / 64, lane quad tq =
+  // d % 64 / 16, slice 4c + d % 16 / 4; register a0 / a1 (row r < 8 / >= 8)
+  // for d % 4 = 0, a2 / a3 for d % 4 = 2 (fp8_logits).
+  uint32_t* frag = reinterpret_cast<uint32_t*>(q_s);
+#pragma unroll
+  for (int i = 0; i < kPer / 2; ++i) {
+    const int d = part * kPer + 2 * i;
+    const int slice = 4 * (d / 64) + d % 16 / 4, lane = (r % 8) * 4 + d % 64 / 16;
+    frag[(slice * 32 + lane) * 4 + (d % 4 / 2) * 2 + r / 8] = w[i];
+  }
 }
+
 
 // The token ids of columns [first, first + kWarpChunk) below `limit` (-1
 // past it), 16 per lane. Loads only: a caller can issue them before the
@@ -310,33 +325,29 @@ __device__ void bf16_logits(float (&sc)[2][4], uint32_t q_lane, uint32_t k_lane)
 // The same for an fp8 cache, with fragments read straight from the fp8
 // rows (a pass that widened each tile to bf16 in shared memory made the
 // fp8 kernel slower than the bf16 one at 64 rows, 123 us against 86, though
-// it reads half the bytes: docs/performance.md). A dot
-// product may take its dims in any order that Q and K share: in each
-// 64-dim chunk c, k16 slice s puts dim 64c + 16tq + 4s + j at mma position
-// 2tq + j and dim 64c + 16tq + 4s + 2 + j at 2tq + 8 + j (j = 0, 1). A
-// lane's K fragments for the chunk's 4 slices are then one 16-byte load of
-// its row gq, each 32-bit word one slice's b0 (low codes) and b1 (high),
-// and its Q fragments two 16-byte loads each of rows gq and gq + 8.
+// it reads half the bytes: docs/performance.md). A dot product may take its
+// dims in any order that Q and K share: in each 64-dim chunk c, k16 slice s
+// puts dim 64c + 16tq + 4s + j at mma position 2tq + j and dim
+// 64c + 16tq + 4s + 2 + j at 2tq + 8 + j (j = 0, 1). A lane's K fragments
+// for the chunk's 4 slices are then one 16-byte load of its row gq, each
+// 32-bit word one slice's b0 (low codes) and b1 (high). Its Q fragments
+// were laid out by q_to_scaled_f16 as [slice][lane][a0 a1 a2 a3]: one
+// 16-byte load each, already in the four consecutive registers the mma
+// takes (Q rows gq and gq + 8 loaded apart cost 4 register moves per mma,
+// a tenth of the step's instructions, ncu).
 template <int D, bool kFnuz>
-__device__ void fp8_logits(float (&sc)[2][4], const uint16_t* q_s, const unsigned char* k_tile) {
+__device__ void fp8_logits(float (&sc)[2][4], const uint4* q_frag, const unsigned char* k_tile) {
   using L = Smem<D, uint8_t>;
   const int lane = lane32(), gq = lane >> 2, tq = lane & 3;
   const unsigned char* k_row = k_tile + gq * L::kKPitch + 16 * tq;
-  const uint16_t* q0 = q_s + gq * L::kPitch + 16 * tq;
-  const uint16_t* q1 = q0 + 8 * L::kPitch;
 #pragma unroll
   for (int c = 0; c < D / 64; ++c) {
     const uint4 k = *reinterpret_cast<const uint4*>(k_row + 64 * c);
-    const uint4 x0 = *reinterpret_cast<const uint4*>(q0 + 64 * c);
-    const uint4 x1 = *reinterpret_cast<const uint4*>(q0 + 64 * c + 8);
-    const uint4 y0 = *reinterpret_cast<const uint4*>(q1 + 64 * c);
-    const uint4 y1 = *reinterpret_cast<const uint4*>(q1 + 64 * c + 8);
     const uint32_t kw[4] = {k.x, k.y, k.z, k.w};
-    const uint32_t r0[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-    const uint32_t r1[8] = {y0.x, y0.y, y0.z, y0.w, y1.x, y1.y, y1.z, y1.w};
 #pragma unroll
     for (int sl = 0; sl < 4; ++sl) {
-      const uint32_t qa[4] = {r0[2 * sl], r1[2 * sl], r0[2 * sl + 1], r1[2 * sl + 1]};
+      const uint4 q = q_frag[(4 * c + sl) * 32 + lane];
+      const uint32_t qa[4] = {q.x, q.y, q.z, q.w};
       mma_f16(sc[sl & 1], qa, fp8_pair_to_f16<kFnuz>(kw[sl]), fp8_pair_to_f16<kFnuz>(kw[sl] >> 16));
     }
   }
@@ -557,9 +568,9 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     if constexpr (L::kFp8) {
       if (a.fnuz)
-        fp8_logits<D, true>(sc, q_s, k_tile);
+        fp8_logits<D, true>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
       else
-        fp8_logits<D, false>(sc, q_s, k_tile);
+        fp8_logits<D, false>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
     } else {
       bf16_logits<D>(sc, q_lane, kt + kv_lane_off);
     }
