@@ -255,8 +255,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 // A row's running max moves only when a logit passes it by more than this
 // (ln 256): P = exp(s - m) then stays below 256, well inside bf16 and f16,
 // and the 128 accumulator multiplies of a rescale run a few times per warp
-// instead of at most steps (with an exact max and random logits, one of a
-// warp's 12 head rows finds a new max in most of its first 32 steps). The
+// instead of in most steps (estimated: with random logits, one of a warp's
+// 12 head rows finds a new max in step t with probability ~12/(t + 1)). The
 // final (m, l, O) are consistent for any m, so the merges are unchanged.
 constexpr float kLazyMax = 5.545177444479562f;
 

@@ -5,11 +5,19 @@
 // Same contract and numerics as the portable decode kernel
 // (sparse_attention.hpp) for p_rounding = kBf16Unnormalized, the engines'
 // choice: fp32 logits, online softmax in fp32 with P rounded to bf16, which
-// is exactly the bf16 operand the PV matrix multiply takes. Differences are
-// the accumulation order of the dot products (the tensor cores' fp32 sums
-// over 16-element pieces), and for fp8 KV the scales applied to the sums
-// (k_scale · Σ q·code instead of Σ q·(code·k_scale)); the GPU tests hold it
-// to the same tolerances as the portable kernel.
+// is exactly the bf16 operand the PV matrix multiply takes. Differences:
+//  - the accumulation order of the dot products (the tensor cores' fp32
+//    sums over 16-element pieces, over a permutation of the dims for fp8);
+//  - exp is the special-function unit's 2^x (relative error ~2^-22), and a
+//    row's running max lags (it moves only when a logit passes it by
+//    ln 256), so P is rounded relative to that max, not the newest one:
+//    the same bf16 rounding bound;
+//  - fp8 KV: the scales apply to the sums (k_scale · Σ q·code instead of
+//    Σ q·(code·k_scale)), and the mmas take f16 operands: the codes exactly,
+//    Q scaled per head row by a power of two (undone exactly), P after its
+//    bf16 rounding (exact for P >= 2^-17, rounded to f16's subnormal step
+//    below).
+// The GPU tests hold it to the same tolerances as the portable kernel.
 //
 // One block of 8 warps per (row, KV group, split), the group's H/G <= 16
 // query heads padded to the 16 rows of the mma tile. Each warp takes a
@@ -19,15 +27,17 @@
 // after it until the end:
 //   load    the warp resolves the slots of its next 256 ids in one batch,
 //           then copies each step's K and V rows (cp.async, 16 bytes per
-//           lane, zero-filled for ids not attended) into its own 3-stage
-//           shared-memory ring, two steps ahead; fp8 rows are widened to
-//           bf16 (exact) after they land;
-//   logits S[16 heads, 8 ids] = Q K^T (m16n8k16, Q from shared memory);
+//           lane, zero-filled for ids not attended) into its own
+//           shared-memory ring, kStages - 1 steps ahead (3 stages for bf16,
+//           5 for fp8, whose rows stay fp8 in shared memory);
+//   logits S[16 heads, 8 ids] = Q K^T (m16n8k16, Q from shared memory; for
+//           fp8, K fragments converted from the fp8 rows in registers);
 //   softmax online, in registers: each head row's 8 logits sit in one
 //           quad of lanes; P rounded to bf16 becomes the A operand of PV
 //           without leaving registers;
-//   PV      O[16 heads, D] += P V (m16n8k8) with V through ldmatrix.trans;
-//           the accumulators are rescaled only when a row's max moves.
+//   PV      O[16 heads, D] += P V (m16n8k8) with V through ldmatrix.trans
+//           (fp8: two rows' codes paired by byte permutes); the
+//           accumulators are rescaled only when a row's (lagging) max moves.
 // At the end the 8 warps' (m, l, O) merge by log-sum-exp in warp order.
 // Splits: the launcher picks how many (at most what the caller's workspace
 // allows) so that the grid fills the GPU about once; the portable kernel's
