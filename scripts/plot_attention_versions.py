@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Plots issue 7's attention decode versions (docs/performance.md) from the
 benchmark JSON kept under docs/bench/: the share of the copy bandwidth each
-version reached at 64 and 256 rows (context 32K, bf16 KV), with vLLM's
-Triton kernel and the issue's targets as lines.
+version reached at 64 and 256 rows with a bf16 cache and at 64 rows with an
+fp8 cache (context 32K), with vLLM's Triton kernel and the issue's targets
+as lines.
 
 Usage: scripts/plot_attention_versions.py [--out FILE.png] [--force]
   (default FILE: docs/figures/issue7-attention-versions.png; an existing
   FILE is replaced only with --force)
 Each version's number is the pct_copy_bw counter of its run (the copy
-bandwidth measured in that same run); a missing file or benchmark, or an
-existing output without --force, is an error naming it (exit 2).
+bandwidth measured in that same run); a missing file or bf16 benchmark, or
+an existing output without --force, is an error naming it (exit 2); a run
+without the fp8 benchmark (the v9 repeats) has no fp8 bar.
 """
 import json
 import os
@@ -37,17 +39,28 @@ VERSIONS = [  # (label, JSON file under docs/bench)
     ("v10", "h200-2026-11-30-issue7-74b9232.json"),
     # v10 with fewer instructions per block and a one-round-trip split merge (fifth pass, bcaa15f).
     ("v11", "h200-2026-11-30-issue7-bcaa15f.json"),
+    # fp8 fragments from fp8 rows, SFU softmax with a lagging max (sixth pass, 76e6864).
+    ("v12", "issue7-versions/h200-2026-11-30-attention-v12-sfu-softmax-76e6864.json"),
+    # v12 with fp8 Q as f16 fragments in mma register order (sixth pass, 90cb4bb).
+    ("v13", "h200-2026-11-30-issue7-90cb4bb.json"),
 ]
-ROWS = {64: ("vLLM Triton 68%", 68.0, "target 80%", 80.0), 256: ("vLLM Triton 80%", 80.0, "target 85%", 85.0)}
+PANELS = [  # (rows, KV dtype, vLLM label, vLLM %, target label, target %)
+    (64, "bf16", "vLLM Triton 68%", 68.0, "target 80%", 80.0),
+    (256, "bf16", "vLLM Triton 80%", 80.0, "target 85%", 85.0),
+    (64, "fp8", "vLLM Triton 37%", 37.0, "target 65%", 65.0),
+]
 
 
-def pct_copy(path, rows):
+def pct_copy(path, rows, dtype):
+    """The run's pct_copy_bw for the benchmark; None for a missing fp8 one."""
     with open(path) as f:
         benchmarks = json.load(f)["benchmarks"]
-    prefix = f"attention/decode/b{rows}/ctx32768/bf16/"
+    prefix = f"attention/decode/b{rows}/ctx32768/{dtype}/"
     for b in benchmarks:
         if b["name"].startswith(prefix):
             return float(b["pct_copy_bw"])
+    if dtype == "fp8":
+        return None
     raise KeyError(f"{path} has no {prefix} benchmark")
 
 
@@ -56,7 +69,7 @@ def main():
     if refuses_to_replace(args, "plot_attention_versions"):
         return 2
     try:
-        data = {rows: [pct_copy(os.path.join(BENCH, f), rows) for _, f in VERSIONS] for rows in ROWS}
+        data = [[pct_copy(os.path.join(BENCH, f), p[0], p[1]) for _, f in VERSIONS] for p in PANELS]
     except (OSError, KeyError, ValueError) as e:
         print(f"plot_attention_versions: {e}", file=sys.stderr)
         return 2
@@ -65,17 +78,17 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(15, 3.8), sharey=True)
     labels = [v for v, _ in VERSIONS]
-    for ax, rows in zip(axes, ROWS):
-        vllm_label, vllm, target_label, target = ROWS[rows]
+    for ax, panel, values in zip(axes, PANELS, data):
+        rows, dtype, vllm_label, vllm, target_label, target = panel
         colors = ["#a1b5d8" if " r" in v else "#4c72b0" for v in labels]  # reruns of v9 lighter
-        ax.bar(labels, data[rows], color=colors)
-        ax.tick_params(axis="x", labelsize=7)
+        ax.bar(labels, [0.0 if v is None else v for v in values], color=colors)
+        ax.tick_params(axis="x", labelsize=7, rotation=90)
         ax.axhline(vllm, color="#dd8452", linestyle="--", label=vllm_label)
         ax.axhline(target, color="#55a868", linestyle=":", label=target_label)
-        ax.set_title(f"{rows} rows, context 32K, bf16 KV")
-        ax.set_xlabel("version (v9 r2-r4: v9 rerun, later processes)", fontsize=9)
+        ax.set_title(f"{rows} rows, context 32K, {dtype} KV")
+        ax.set_xlabel("version (v9 r2-r4: v9 rerun in later processes; r3, r4 without fp8)", fontsize=8)
         ax.legend(loc="upper left", fontsize=8)
     axes[0].set_ylabel("% of copy bandwidth (same run)")
     axes[0].set_ylim(0, 100)
