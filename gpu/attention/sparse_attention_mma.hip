@@ -136,7 +136,6 @@ __device__ void q_to_scaled_f16(uint16_t* q_s, float* row_scale) {
   }
 }
 
-
 // The token ids of columns [first, first + kWarpChunk) below `limit` (-1
 // past it), 16 per lane. Loads only: a caller can issue them before the
 // row's request has arrived.
@@ -412,6 +411,19 @@ __device__ void fp8_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const
   }
 }
 
+// The columns of the split starting at column `begin` before the count
+// column trims them (split_columns gives the trimmed ones), and the first
+// column of warp w's share of `len` columns: whole steps, shares differing
+// by at most one step. The prefetch and the kernel share both.
+__device__ inline int split_size(const KernelArgs& a, int begin) {
+  return max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
+}
+
+__device__ inline int share_start(int len, int w) {
+  const int steps = (len + kNT - 1) / kNT;
+  return min(len, (w * steps / kWarps) * kNT);
+}
+
 // L2 prefetches of what a block reads first, issued before it waits for
 // the previous kernel: the ids each warp starts with (and the count
 // column), the row's request, its seq_len and its block-table row (the
@@ -426,10 +438,9 @@ __device__ void prefetch_row_start(const KernelArgs& a) {
   const int32_t* ids = a.token_idx + row * a.index_width;
   // The warp's share as the kernel computes it from the split's size.
   const int begin = static_cast<int>(blockIdx.z) * a.ids_per_split;
-  const int nominal = max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
-  const int steps = (nominal + kNT - 1) / kNT;
-  const int first = begin + min(nominal, (warp * steps / kWarps) * kNT);
-  const int end = begin + min(nominal, ((warp + 1) * steps / kWarps) * kNT);
+  const int nominal = split_size(a, begin);
+  const int first = begin + share_start(nominal, warp);
+  const int end = begin + share_start(nominal, warp + 1);
   if (lane * 32 < min(end - first, kWarpChunk)) prefetch_l2(ids + first + lane * 32);  // 32 ids per line
   if (warp == 0 && lane == 31 && a.count_column) prefetch_l2(ids + a.index_width - 1);
   if (warp == 1 && a.num_reqs > 0) {
@@ -484,12 +495,8 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   // latency at one row. Longer splits are shared by their counted columns,
   // so that a short row still spreads over every warp.
   const int begin = split * a.ids_per_split;
-  const int nominal = max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
+  const int nominal = split_size(a, begin);
   const bool by_size = a.ids_per_split <= 2 * kWarps * kNT;
-  auto share_start = [](int len, int w) {
-    const int steps = (len + kNT - 1) / kNT;
-    return min(len, (w * steps / kWarps) * kNT);
-  };
   const int32_t* row_ids = a.token_idx + row * a.index_width;
   ChunkIds first_ids;
   int wb = begin + share_start(nominal, warp);
