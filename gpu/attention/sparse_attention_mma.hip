@@ -89,6 +89,10 @@ __device__ inline uint32_t fp8_pair_to_f16(uint32_t w) {
   }
 }
 
+// The two bf16 of a 32-bit word (low half first) as floats.
+__device__ inline float bf16_lo(uint32_t w) { return bf16_to_float(static_cast<uint16_t>(w)); }
+__device__ inline float bf16_hi(uint32_t w) { return bf16_to_float(static_cast<uint16_t>(w >> 16)); }
+
 // fp8 path, once per block after Q has landed: rewrites Q as f16 A
 // fragments in fp8_logits' order, each head row scaled by a power of two
 // 2^-s that brings its largest magnitude into [2^14, 2^15) (exact: bf16 has
@@ -108,7 +112,7 @@ __device__ void q_to_scaled_f16(uint16_t* q_s, float* row_scale) {
 #pragma unroll
   for (int i = 0; i < kPer / 2; ++i) {
     w[i] = words[i];
-    mx = fmaxf(mx, fmaxf(fabsf(bits_float(w[i] << 16)), fabsf(bits_float(w[i] & 0xffff0000u))));
+    mx = fmaxf(mx, fmaxf(fabsf(bf16_lo(w[i])), fabsf(bf16_hi(w[i]))));
   }
 #pragma unroll
   for (int o = 1; o < 16; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -121,7 +125,7 @@ __device__ void q_to_scaled_f16(uint16_t* q_s, float* row_scale) {
   const float down = bits_float(static_cast<uint32_t>(127 - s) << 23);
 #pragma unroll
   for (int i = 0; i < kPer / 2; ++i)
-    w[i] = f32x2_to_f16x2(bits_float(w[i] << 16) * down, bits_float(w[i] & 0xffff0000u) * down);
+    w[i] = f32x2_to_f16x2(bf16_lo(w[i]) * down, bf16_hi(w[i]) * down);
   if (part == 0) row_scale[r] = bits_float(static_cast<uint32_t>(127 + s) << 23);
   __syncthreads();
   // Dims d, d + 1 (d even) of row r: chunk c = d / 64, lane quad tq =
@@ -299,7 +303,7 @@ __device__ inline uint32_t p_bf16x2(float lo, float hi) {
 
 __device__ inline uint32_t p_f16x2(float lo, float hi) {
   const uint32_t b = p_bf16x2(lo, hi);
-  return f32x2_to_f16x2(bits_float(b << 16), bits_float(b & 0xffff0000u));
+  return f32x2_to_f16x2(bf16_lo(b), bf16_hi(b));
 }
 
 // S[16 heads, 8 ids] = Q K^T for a bf16 cache (Q and K through ldmatrix),
