@@ -191,37 +191,58 @@ __device__ void resolve_chunk(const KernelArgs& a, const SplitColumns& s, int fi
 // multiplies zeros, never stale data). Each row's K and V go in 16-byte
 // pieces.
 // The copy pattern is fixed per lane (CopyLane). Copy instruction i of a
-// tensor (K or V) covers the 32 pieces [32i, 32i + 32) of the step's rows
-// laid out [row][piece], so every instruction reads whole contiguous row
-// segments (a pattern that spread an instruction over 8 rows' 64-byte
+// tensor (K or V) covers whole rows, each a contiguous run of kPieces
+// 16-byte pieces (a pattern that spread an instruction over 8 rows' 64-byte
 // segments measured 10% slower: twice the lines per instruction); lane l
-// always copies piece l mod kPieces, of rows l / kPieces + i · 32 / kPieces.
-// A row costs one slot load and one 64-bit multiply per lane, shared by its
-// K and V copies (the pattern before spent half of a step's instructions on
-// per-copy addresses, measured with ncu), and the rows' destinations are
-// immediates. (Hopper's bulk copies, one instruction per row, measured
-// slower: docs/performance.md, sixth pass.)
+// always copies piece l mod kPieces, of the kCopies consecutive rows from
+// (l / kPieces) · kCopies, so its slots are one vector load. A row costs
+// one 64-bit multiply per lane, shared by its K and V copies, one compare
+// for the zero fill, and the rows' destinations are immediates. The
+// instructions per step matter: the issue was 173 of a bf16 step's ~470
+// (SASS, docs/performance.md, seventh pass); per-copy addresses once cost
+// half of them. (Hopper's bulk copies, one instruction per row, measured
+// slower: sixth pass.)
 template <int D, class KvT>
 struct CopyLane {
   static constexpr int kPieces = D * static_cast<int>(sizeof(KvT)) / 16;  // 16-byte pieces per K (or V) row
   static constexpr int kRowsPerCopy = 32 / kPieces;                       // rows one instruction covers
-  static constexpr int kCopies = kNT / kRowsPerCopy;                      // instructions per tensor and step
+  static constexpr int kCopies = kNT / kRowsPerCopy;                      // rows per lane and step
   static_assert(32 % kPieces == 0 && kNT % kRowsPerCopy == 0, "a row's pieces tile the warp");
-  int row;                     // the first step row this lane copies
+  static_assert(kCopies == 1 || kCopies == 2 || kCopies == 4 || kCopies == 8, "slots load as one or two vectors");
+  int row;                     // the first of this lane's kCopies step rows
   const unsigned char* k_src;  // the K cache at this lane's piece of group g
-  const unsigned char* v_src;  // the same in the V cache
+  uint64_t v_minus_k;          // the V cache's address less the K cache's: a row's V piece lies that far from its K
   uint32_t k_dst, v_dst;       // that piece's offsets in a stage for `row`
   __device__ CopyLane(const KernelArgs& a, int g, int lane) {
     using L = Smem<D, KvT>;
-    row = lane / kPieces;
+    row = (lane / kPieces) * kCopies;
     const int piece = (lane % kPieces) * 16;
     const int64_t group_bytes = static_cast<int64_t>(g) * D * static_cast<int>(sizeof(KvT));
     k_src = static_cast<const unsigned char*>(a.k_cache) + group_bytes + piece;
-    v_src = static_cast<const unsigned char*>(a.v_cache) + group_bytes + piece;
+    v_minus_k = reinterpret_cast<uint64_t>(a.v_cache) - reinterpret_cast<uint64_t>(a.k_cache);
     k_dst = static_cast<uint32_t>(row * L::kKPitch + piece);
     v_dst = static_cast<uint32_t>(L::kKTileBytes + row * L::kVPitch + piece);
   }
 };
+
+// The N bytes at p (N-byte aligned; 4, 8 or a multiple of 16) as 32-bit
+// words, in vector loads.
+template <int N>
+__device__ inline void load_words(const void* p, uint32_t (&w)[N / 4]) {
+  if constexpr (N == 4) {
+    w[0] = *static_cast<const uint32_t*>(p);
+  } else if constexpr (N == 8) {
+    const uint2 v = *static_cast<const uint2*>(p);
+    w[0] = v.x, w[1] = v.y;
+  } else {
+    static_assert(N % 16 == 0, "4, 8 or a multiple of 16 bytes");
+#pragma unroll
+    for (int j = 0; j < N / 16; ++j) {
+      const uint4 v = static_cast<const uint4*>(p)[j];
+      w[4 * j] = v.x, w[4 * j + 1] = v.y, w[4 * j + 2] = v.z, w[4 * j + 3] = v.w;
+    }
+  }
+}
 
 template <int D, class KvT>
 __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int t, int stage, unsigned char* wsm,
@@ -231,17 +252,21 @@ __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int 
   const int lane = lane32();
   const int32_t* chunk = reinterpret_cast<const int32_t*>(wsm + L::kChunk) + (t * kNT) % kWarpChunk;
   if (lane < kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * kNT + lane] = chunk[lane];
-  // A slot's byte offset as one 32 x 32 -> 64-bit multiply (the launcher
-  // keeps slots and a row's bytes in 32 bits).
+  uint32_t slot_words[C::kCopies];
+  load_words<4 * C::kCopies>(chunk + cl.row, slot_words);
+  // A row's K address as one 32 x 32 -> 64-bit multiply-add (the launcher
+  // keeps slots and a row's bytes in 32 bits), its V address one 64-bit add
+  // from there (two multiply-adds of one product, ptxas shares the product
+  // and pays two adds each).
   const uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * D * static_cast<uint32_t>(sizeof(KvT));
   const uint32_t d = wsm_addr + L::kRing + stage * L::kStageBytes;
 #pragma unroll
   for (int i = 0; i < C::kCopies; ++i) {
-    const int32_t slot = chunk[cl.row + i * C::kRowsPerCopy];
-    const bool ok = slot >= 0;
-    const uint64_t off = static_cast<uint64_t>(static_cast<uint32_t>(ok ? slot : 0)) * row_bytes;
-    cp_async16(d + cl.k_dst + i * C::kRowsPerCopy * L::kKPitch, cl.k_src + off, ok);
-    cp_async16(d + cl.v_dst + i * C::kRowsPerCopy * L::kVPitch, cl.v_src + off, ok);
+    const int32_t slot = static_cast<int32_t>(slot_words[i]);
+    const unsigned char* k = mad_wide_u32(static_cast<uint32_t>(max(slot, 0)), row_bytes, cl.k_src);
+    const auto* v = reinterpret_cast<const unsigned char*>(reinterpret_cast<uint64_t>(k) + cl.v_minus_k);
+    cp_async16_unless_negative(d + cl.k_dst + i * L::kKPitch, k, slot);
+    cp_async16_unless_negative(d + cl.v_dst + i * L::kVPitch, v, slot);
   }
 }
 
@@ -377,18 +402,6 @@ __device__ void bf16_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, uint
 // l·8B + 2tq·B + r and c1 is B dims further (the epilogue's fp8 store).
 template <int D>
 inline constexpr int kFp8VBytes = D >= 128 ? 16 : 8;
-
-template <int N>
-__device__ inline void load_words(const unsigned char* p, uint32_t (&w)[N / 4]) {
-  if constexpr (N == 16) {
-    const uint4 v = *reinterpret_cast<const uint4*>(p);
-    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-  } else {
-    static_assert(N == 8, "8 or 16 bytes");
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    w[0] = v.x, w[1] = v.y;
-  }
-}
 
 template <int D, bool kFnuz>
 __device__ void fp8_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const unsigned char* v_tile) {
@@ -548,6 +561,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   // Every warp runs step 0, ids or not, for the block barrier that
   // publishes Q.
   const int last = max(steps, 1);
+  int fill = 0;  // the ring stage of step t + kStages - 1, counted along (no division per step)
   for (int t = 1 - kStages; t < last; ++t) {
     if (t >= 0) {
       cp_async_wait<kStages - 2>();  // this lane's copies of step t (and, at step 0, of Q) have landed
@@ -569,11 +583,12 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
         if (next > 0) load_chunk_ids(row_ids, wb + next * kNT, we, first_ids);
         resolve_chunk(a, s, wb + next * kNT, we, first_ids, reinterpret_cast<int32_t*>(wsm + L::kChunk));
       }
-      issue_step<D, KvT>(a, cl, next, next % kStages, wsm, wsm_addr);
+      issue_step<D, KvT>(a, cl, next, fill, wsm, wsm_addr);
     }
     cp_async_commit();
+    const int stage = fill + 1 == kStages ? 0 : fill + 1;  // t % kStages, and the next step's fill
+    fill = stage;
     if (t < 0 || t >= steps) continue;
-    const int stage = t % kStages;
     const uint32_t kt = wsm_addr + L::kRing + stage * L::kStageBytes;  // the step's K tile (V follows it)
     const unsigned char* k_tile = wsm + L::kRing + stage * L::kStageBytes;
     float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};

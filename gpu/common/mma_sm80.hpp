@@ -85,6 +85,29 @@ __device__ inline void cp_async16(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
 
+// The same steered by a signed key: zero-filled, src not read, when
+// key < 0 (an unattended cache slot). The predicate form costs one compare
+// per copy; the size form above costs four when its flag comes from a
+// comparison (ptxas turns `valid ? 16 : 0` back into a predicate).
+__device__ inline void cp_async16_unless_negative(uint32_t dst, const void* src, int32_t key) {
+  asm volatile(
+      "{\n"
+      " .reg .pred skip;\n"
+      " setp.lt.s32 skip, %2, 0;\n"
+      " cp.async.cg.shared.global [%0], [%1], 16, skip;\n"
+      "}\n" ::"r"(dst),
+      "l"(src), "r"(key));
+}
+
+// base + a·b (a·b a 32 x 32 -> 64-bit product) in one instruction; written
+// out because the compiler otherwise splits a per-lane base into a uniform
+// part and a lane part and pays two 64-bit adds per address.
+__device__ inline const unsigned char* mad_wide_u32(uint32_t a, uint32_t b, const unsigned char* base) {
+  uint64_t r;
+  asm("mad.wide.u32 %0, %1, %2, %3;\n" : "=l"(r) : "r"(a), "r"(b), "l"(reinterpret_cast<uint64_t>(base)));
+  return reinterpret_cast<const unsigned char*>(r);
+}
+
 // Two OCP e4m3 codes (the low 16 bits, low byte first) to two f16 (low half
 // first), exactly, in one instruction (sm_89+).
 __device__ inline uint32_t e4m3x2_to_f16x2(uint32_t two_codes) {
