@@ -58,9 +58,9 @@ struct Smem {
   // Block layout:
   static constexpr int kQ = 0;  // [kM][kPitch] bf16; fp8: f16 A fragments from step 0 on (q_to_scaled_f16)
   static constexpr int kWarp0 = kQ + kM * kPitch * 2;
-  // m, l [2][kWarps][kM]; final m, l [2][kM]; factors [kWarps][kM]; Q row scales [kM]
+  // m, l, factors [3][kM][kWarps]; final m [kM]; Q row scales [kM]
   static constexpr int kStats = kWarp0 + kWarps * kWarpBytes;
-  static constexpr int kBytes = kStats + (3 * kWarps * kM + 3 * kM) * 4;
+  static constexpr int kBytes = kStats + (3 * kWarps * kM + 2 * kM) * 4;
   // The cross-warp merge buffer [kWarps][kM][kMergePitch] floats reuses the
   // warps' regions once every warp has finished its ids.
   static constexpr int kMergePitch = D + 4;
@@ -470,7 +470,11 @@ __device__ void prefetch_row_start(const KernelArgs& a) {
   }
 }
 
-template <int D, class KvT>
+// kFnuz (fp8 only) picks AMD's e4m3 format at compile time: a runtime
+// branch kept both decoders in the step loop, and the fp8 kernel's code
+// (110 KB) then missed the instruction cache, ncu's largest stall after
+// the dependency waits (docs/performance.md, seventh pass).
+template <int D, class KvT, bool kFnuz>
 __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   using L = Smem<D, KvT>;
   constexpr int kPitch = L::kPitch;
@@ -478,12 +482,11 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   constexpr int kDimTiles = D / 8;  // n8 tiles of the output row
   extern __shared__ __align__(16) unsigned char smem[];
   uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
-  float* stat_m = reinterpret_cast<float*>(smem + L::kStats);  // [kWarps][kM]
+  float* stat_m = reinterpret_cast<float*>(smem + L::kStats);  // [kM][kWarps]
   float* stat_l = stat_m + kWarps * kM;
-  float* fin_m = stat_l + kWarps * kM;  // [kM]
-  float* fin_l = fin_m + kM;
-  float* stat_f = fin_l + kM;  // [kWarps][kM]: exp(m_w - m)
-  float* q_scale = stat_f + kWarps * kM;  // [kM]: fp8 only, 2^s of each Q row (q_to_scaled_f16)
+  float* stat_f = stat_l + kWarps * kM;  // [kM][kWarps]: exp(m_w - m)
+  float* fin_m = stat_f + kWarps * kM;   // [kM]
+  float* q_scale = fin_m + kM;           // [kM]: fp8 only, 2^s of each Q row (q_to_scaled_f16)
 
   // Launched as a programmatic dependent (dependent_launch.hpp): the blocks
   // are resident when the previous kernel ends, and read nothing before it
@@ -593,10 +596,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     const unsigned char* k_tile = wsm + L::kRing + stage * L::kStageBytes;
     float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     if constexpr (L::kFp8) {
-      if (a.fnuz)
-        fp8_logits<D, true>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
-      else
-        fp8_logits<D, false>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
+      fp8_logits<D, kFnuz>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
     } else {
       bf16_logits<D>(sc, q_lane, kt + kv_lane_off);
     }
@@ -633,47 +633,53 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     if constexpr (L::kFp8) {
       const uint32_t pa0 = p_f16x2(s4[0], s4[1]), pa1 = p_f16x2(s4[2], s4[3]);
       const unsigned char* v_tile = k_tile + L::kKTileBytes;
-      if (a.fnuz)
-        fp8_pv<D, true>(acc, pa0, pa1, v_tile);
-      else
-        fp8_pv<D, false>(acc, pa0, pa1, v_tile);
+      fp8_pv<D, kFnuz>(acc, pa0, pa1, v_tile);
     } else {
       bf16_pv<D>(acc, p_bf16x2(s4[0], s4[1]), p_bf16x2(s4[2], s4[3]), kt + L::kKTileBytes + kv_lane_off);
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
 
-  // Merge the warps: m = max_w m_w, l = sum_w l_w exp(m_w - m) in warp
-  // order, A = sum_w acc_w exp(m_w - m) in warp order (deterministic). Each
-  // (warp, head) factor is computed once, by one thread, not by every lane
-  // that needs it: at one row each warp runs this epilogue once and its
-  // instruction count is the kernel's time (ncu before this change: ~2500
-  // instructions per warp at ~7 cycles each; after it 1681,
-  // docs/performance.md).
-  if (tq == 0) {
-    stat_m[warp * kM + gq] = m0;
-    stat_m[warp * kM + gq + 8] = m1;
-    stat_l[warp * kM + gq] = l0;
-    stat_l[warp * kM + gq + 8] = l1;
+  // Merge the warps: m = max_w m_w, and with f_w = exp(m_w - m),
+  // l = sum_w l_w f_w and A = sum_w acc_w f_w, both in warp order
+  // (deterministic). Each factor f_w is computed once, by one thread (at one
+  // row each warp runs this epilogue once and its instruction count is the
+  // kernel's time: docs/performance.md, fifth pass), while the warps store
+  // their accumulators unscaled; the sums apply the factors. One barrier
+  // and a multiply per accumulator fewer than scaling before the store, and
+  // each thread sums 4 dims of a row with 16-byte loads: the epilogue was a
+  // tenth of a 64-row launch's instructions (SASS and ncu, seventh pass).
+  // Each thread's outputs: 4 consecutive dims of one head row per pass.
+  constexpr int kPasses = kM * D / (4 * kBlock);
+  static_assert(kM * D % (4 * kBlock) == 0, "whole passes");
+  const int64_t out0 = (row * a.heads + h0) * D;  // the group's first output element
+  // With one split the gates load first, before the barriers: one memory
+  // latency behind the merge, not one per pass (see store_gated).
+  uint16_t gates[kPasses][4];
+  if (a.splits == 1) {
+#pragma unroll
+    for (int k = 0; k < kPasses; ++k)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = (tid + k * kBlock) * 4 + e;
+        gates[k][e] = i < nh * D ? a.gate[out0 + i] : 0;
+      }
   }
-  __syncthreads();  // also: every warp is done with its ring, which the merge buffer reuses
+  if (tq == 0) {  // [kM][kWarps]: a row's 8 values are two 16-byte loads
+    stat_m[gq * kWarps + warp] = m0;
+    stat_m[(gq + 8) * kWarps + warp] = m1;
+    stat_l[gq * kWarps + warp] = l0;
+    stat_l[(gq + 8) * kWarps + warp] = l1;
+  }
+  __syncthreads();  // the stats; and every warp is done with its ring, which the merge buffer reuses
   if (tid < kWarps * kM) {
-    const int h = tid % kM, w = tid / kM;
-    float m = -INFINITY;
-#pragma unroll
-    for (int v = 0; v < kWarps; ++v) m = fmaxf(m, stat_m[v * kM + h]);
-    const float mw = stat_m[w * kM + h];
-    stat_f[w * kM + h] = mw == -INFINITY ? 0.0f : expf(mw - m);
-    if (w == 0) fin_m[h] = m;
+    const float4* mh = reinterpret_cast<const float4*>(stat_m + (tid / kWarps) * kWarps);
+    const float4 x = mh[0], y = mh[1];
+    const float m = fmaxf(fmaxf(fmaxf(x.x, x.y), fmaxf(x.z, x.w)), fmaxf(fmaxf(y.x, y.y), fmaxf(y.z, y.w)));
+    const float mw = stat_m[tid];
+    stat_f[tid] = mw == -INFINITY ? 0.0f : expf(mw - m);
+    if (tid % kWarps == 0) fin_m[tid / kWarps] = m;
   }
-  __syncthreads();  // the factors are in stat_f
-  if (tid < kM) {
-    float l = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) l += stat_l[w * kM + tid] * stat_f[w * kM + tid];
-    fin_l[tid] = l;
-  }
-  const float scale_row[2] = {stat_f[warp * kM + gq], stat_f[warp * kM + gq + 8]};
   float* merge = reinterpret_cast<float*>(smem + L::kWarp0);  // [kWarps][kM][kMergePitch]
   float* m0_row = merge + (warp * kM + gq) * L::kMergePitch;
   float* m1_row = m0_row + 8 * L::kMergePitch;
@@ -685,82 +691,72 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
 #pragma unroll
       for (int r = 0; r < kB; r += 4) {
         const int u = l * kB + r, d = l * 8 * kB + 2 * tq * kB + r;
-        auto put = [&](float* at, int e, float f) {
-          *reinterpret_cast<float4*>(at) =
-              make_float4(acc[u][e] * f, acc[u + 1][e] * f, acc[u + 2][e] * f, acc[u + 3][e] * f);
+        auto put = [&](float* at, int e) {
+          *reinterpret_cast<float4*>(at) = make_float4(acc[u][e], acc[u + 1][e], acc[u + 2][e], acc[u + 3][e]);
         };
-        put(m0_row + d, 0, scale_row[0]);
-        put(m0_row + d + kB, 1, scale_row[0]);
-        put(m1_row + d, 2, scale_row[1]);
-        put(m1_row + d + kB, 3, scale_row[1]);
+        put(m0_row + d, 0);
+        put(m0_row + d + kB, 1);
+        put(m1_row + d, 2);
+        put(m1_row + d + kB, 3);
       }
     }
   } else {
 #pragma unroll
     for (int i = 0; i < kDimTiles; ++i) {
       const int d = i * 8 + tq * 2;
-      *reinterpret_cast<float2*>(m0_row + d) = make_float2(acc[i][0] * scale_row[0], acc[i][1] * scale_row[0]);
-      *reinterpret_cast<float2*>(m1_row + d) = make_float2(acc[i][2] * scale_row[1], acc[i][3] * scale_row[1]);
+      *reinterpret_cast<float2*>(m0_row + d) = make_float2(acc[i][0], acc[i][1]);
+      *reinterpret_cast<float2*>(m1_row + d) = make_float2(acc[i][2], acc[i][3]);
     }
   }
-  __syncthreads();
-  // Each thread owns elements tid + k·kBlock of the [nh, D] output; with one
-  // split it loads all its gates first (one memory latency, not one per
-  // element: see store_gated).
-  constexpr int kPerThread = kM * D / kBlock;
-  const int64_t out0 = (row * a.heads + h0) * D;  // the group's first output element
-  if (a.splits == 1) {
-    uint16_t gates[kPerThread];
+  __syncthreads();  // the factors and every warp's accumulators
+  // The launcher checks that the workspace is 16-byte aligned; merge rows
+  // are too (kMergePitch % 4 == 0).
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const int i = tid + k * kBlock;
-      gates[k] = i < nh * D ? a.gate[out0 + i] : 0;
+  for (int k = 0; k < kPasses; ++k) {
+    const int i = (tid + k * kBlock) * 4;
+    if (i >= nh * D) break;
+    const int h = i / D, d = i % D;
+    const float4* fh = reinterpret_cast<const float4*>(stat_f + h * kWarps);
+    const float4* lh = reinterpret_cast<const float4*>(stat_l + h * kWarps);
+    const float4 f0 = fh[0], f1 = fh[1], l0v = lh[0], l1v = lh[1];
+    const float f[kWarps] = {f0.x, f0.y, f0.z, f0.w, f1.x, f1.y, f1.z, f1.w};
+    const float lw[kWarps] = {l0v.x, l0v.y, l0v.z, l0v.w, l1v.x, l1v.y, l1v.z, l1v.w};
+    float l = 0.0f;
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      l += lw[w] * f[w];
+      const float4 x = *reinterpret_cast<const float4*>(merge + (w * kM + h) * L::kMergePitch + d);
+      v[0] = fmaf(x.x, f[w], v[0]);
+      v[1] = fmaf(x.y, f[w], v[1]);
+      v[2] = fmaf(x.z, f[w], v[2]);
+      v[3] = fmaf(x.w, f[w], v[3]);
     }
+    if (a.splits == 1) {
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
-      const int i = tid + k * kBlock;
-      if (i >= nh * D) break;
-      const int h = i / D, d = i % D;
-      float v = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) v += merge[(w * kM + h) * L::kMergePitch + d];
-      v *= a.v_scale;
-      const float l = fin_l[h];
-      store_gated(a, out0 + i, l > 0.0f ? v / l : 0.0f, gates[k]);
-    }
-  } else {
-    // Four dims per thread and instruction (the launcher checks that the
-    // workspace is 16-byte aligned; merge rows are too: kMergePitch % 4 == 0).
-#pragma unroll 1
-    for (int i = tid * 4; i < nh * D; i += kBlock * 4) {
-      const int h = i / D, d = i % D;
-      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const float4 x = *reinterpret_cast<const float4*>(merge + (w * kM + h) * L::kMergePitch + d);
-        v.x += x.x;
-        v.y += x.y;
-        v.z += x.z;
-        v.w += x.w;
+      for (int e = 0; e < 4; ++e) {
+        const float x = v[e] * a.v_scale;
+        store_gated(a, out0 + i + e, l > 0.0f ? x / l : 0.0f, gates[k][e]);
       }
+    } else {
       const int64_t head = row * a.heads + h0 + h;
       *reinterpret_cast<float4*>(a.ws_acc + (head * a.splits + split) * D + d) =
-          make_float4(v.x * a.v_scale, v.y * a.v_scale, v.z * a.v_scale, v.w * a.v_scale);
+          make_float4(v[0] * a.v_scale, v[1] * a.v_scale, v[2] * a.v_scale, v[3] * a.v_scale);
+      if (d == 0) {  // the row's first thread also writes its (m, l)
+        a.ws_ml[(head * a.splits + split) * 2] = fin_m[h];
+        a.ws_ml[(head * a.splits + split) * 2 + 1] = l;
+      }
     }
-  }
-  if (a.splits > 1 && tid < nh) {
-    const int64_t part = (row * a.heads + h0 + tid) * a.splits + split;
-    a.ws_ml[part * 2] = fin_m[tid];
-    a.ws_ml[part * 2 + 1] = fin_l[tid];
   }
 }
 
 // Blocks of one instantiation that fit on a multiprocessor of the current
 // device; opts the kernel in to its shared memory there first (once per
 // device, device_limits.hpp).
-template <int D, class KvT>
+template <int D, class KvT, bool kFnuz = false>
 int prepare_kernel() {
-  return resident_blocks(reinterpret_cast<const void*>(mma_decode_kernel<D, KvT>), kBlock, Smem<D, KvT>::kBytes);
+  return resident_blocks(reinterpret_cast<const void*>(mma_decode_kernel<D, KvT, kFnuz>), kBlock,
+                         Smem<D, KvT>::kBytes);
 }
 
 int blocks_per_sm_for(int head_dim, bool fp8) {
@@ -771,14 +767,21 @@ int blocks_per_sm_for(int head_dim, bool fp8) {
   }
 }
 
-template <int D, class KvT>
+template <int D, class KvT, bool kFnuz = false>
 void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
-  prepare_kernel<D, KvT>();
+  prepare_kernel<D, KvT, kFnuz>();
   LaunchShape shape;
   shape.grid = dim3(static_cast<unsigned>(rows), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.splits));
   shape.block = dim3(kBlock);
   shape.shared_bytes = Smem<D, KvT>::kBytes;
-  launch_dependent(mma_decode_kernel<D, KvT>, shape, stream, a);
+  launch_dependent(mma_decode_kernel<D, KvT, kFnuz>, shape, stream, a);
+}
+
+template <int D>
+void launch_for_cache(const KernelArgs& a, int64_t rows, bool fp8, hipStream_t stream) {
+  if (!fp8) return launch_typed<D, uint16_t>(a, rows, stream);
+  if (a.fnuz) return launch_typed<D, uint8_t, true>(a, rows, stream);
+  launch_typed<D, uint8_t>(a, rows, stream);
 }
 
 }  // namespace
@@ -808,11 +811,9 @@ int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, boo
 
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream) {
   switch (head_dim) {
-    case 64: return fp8 ? launch_typed<64, uint8_t>(a, rows, stream) : launch_typed<64, uint16_t>(a, rows, stream);
-    case 128:
-      return fp8 ? launch_typed<128, uint8_t>(a, rows, stream) : launch_typed<128, uint16_t>(a, rows, stream);
-    case 256:
-      return fp8 ? launch_typed<256, uint8_t>(a, rows, stream) : launch_typed<256, uint16_t>(a, rows, stream);
+    case 64: return launch_for_cache<64>(a, rows, fp8, stream);
+    case 128: return launch_for_cache<128>(a, rows, fp8, stream);
+    case 256: return launch_for_cache<256>(a, rows, fp8, stream);
     default: throw ConfigError("gpu attention: head_dim " + std::to_string(head_dim) + " has no tensor-core kernel");
   }
 }
