@@ -89,6 +89,16 @@ __device__ inline uint32_t fp8_pair_to_f16(uint32_t w) {
   }
 }
 
+// The same for the two codes in the high 16 bits of w.
+template <bool kFnuz>
+__device__ inline uint32_t fp8_high_pair_to_f16(uint32_t w) {
+  if constexpr (!kFnuz) {
+    return e4m3x2_hi_to_f16x2(w);
+  } else {
+    return fp8_pair_to_f16<true>(w >> 16);
+  }
+}
+
 // The two bf16 of a 32-bit word (low half first) as floats.
 __device__ inline float bf16_lo(uint32_t w) { return bf16_to_float(static_cast<uint16_t>(w)); }
 __device__ inline float bf16_hi(uint32_t w) { return bf16_to_float(static_cast<uint16_t>(w >> 16)); }
@@ -332,11 +342,14 @@ __device__ inline uint32_t p_f16x2(float lo, float hi) {
 }
 
 // S[16 heads, 8 ids] = Q K^T for a bf16 cache (Q and K through ldmatrix),
-// as two independent mma chains (even and odd k16 slices) that the caller
-// adds: one chain of D/16 dependent mmas would be the step's longest
-// latency.
+// as kChains independent mma chains (k16 slice j in chain j mod kChains)
+// that the caller adds: one chain of D/16 dependent mmas would be the
+// step's longest latency, and with two warps per scheduler a warp's own
+// latencies are what it waits on (ncu: "wait" the top stall at 64 rows).
+constexpr int kChains = 4;
+
 template <int D>
-__device__ void bf16_logits(float (&sc)[2][4], uint32_t q_lane, uint32_t k_lane) {
+__device__ void bf16_logits(float (&sc)[kChains][4], uint32_t q_lane, uint32_t k_lane) {
 #pragma unroll
   for (int kp = 0; kp < D / 32; ++kp) {
     uint32_t b[4];
@@ -345,7 +358,7 @@ __device__ void bf16_logits(float (&sc)[2][4], uint32_t q_lane, uint32_t k_lane)
     for (int half = 0; half < 2; ++half) {
       uint32_t qa[4];
       ldmatrix_x4(qa, q_lane + (2 * kp + half) * 32);
-      mma_bf16(sc[half], qa, b[2 * half], b[2 * half + 1]);
+      mma_bf16(sc[(2 * kp + half) % kChains], qa, b[2 * half], b[2 * half + 1]);
     }
   }
 }
@@ -364,7 +377,7 @@ __device__ void bf16_logits(float (&sc)[2][4], uint32_t q_lane, uint32_t k_lane)
 // takes (Q rows gq and gq + 8 loaded apart cost 4 register moves per mma,
 // a tenth of the step's instructions, ncu).
 template <int D, bool kFnuz>
-__device__ void fp8_logits(float (&sc)[2][4], const uint4* q_frag, const unsigned char* k_tile) {
+__device__ void fp8_logits(float (&sc)[kChains][4], const uint4* q_frag, const unsigned char* k_tile) {
   using L = Smem<D, uint8_t>;
   const int lane = lane32(), gq = lane >> 2, tq = lane & 3;
   const unsigned char* k_row = k_tile + gq * L::kKPitch + 16 * tq;
@@ -376,7 +389,7 @@ __device__ void fp8_logits(float (&sc)[2][4], const uint4* q_frag, const unsigne
     for (int sl = 0; sl < 4; ++sl) {
       const uint4 q = q_frag[(4 * c + sl) * 32 + lane];
       const uint32_t qa[4] = {q.x, q.y, q.z, q.w};
-      mma_f16(sc[sl & 1], qa, fp8_pair_to_f16<kFnuz>(kw[sl]), fp8_pair_to_f16<kFnuz>(kw[sl] >> 16));
+      mma_f16(sc[sl % kChains], qa, fp8_pair_to_f16<kFnuz>(kw[sl]), fp8_high_pair_to_f16<kFnuz>(kw[sl]));
     }
   }
 }
@@ -421,9 +434,9 @@ __device__ void fp8_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const
       const uint32_t hi = __byte_perm(x[i], y[i], 0x7362);  // x.b2 y.b2 x.b3 y.b3
       const int u = l * kB + 4 * i;
       mma_f16_k8(acc[u], pa0, pa1, fp8_pair_to_f16<kFnuz>(lo));
-      mma_f16_k8(acc[u + 1], pa0, pa1, fp8_pair_to_f16<kFnuz>(lo >> 16));
+      mma_f16_k8(acc[u + 1], pa0, pa1, fp8_high_pair_to_f16<kFnuz>(lo));
       mma_f16_k8(acc[u + 2], pa0, pa1, fp8_pair_to_f16<kFnuz>(hi));
-      mma_f16_k8(acc[u + 3], pa0, pa1, fp8_pair_to_f16<kFnuz>(hi >> 16));
+      mma_f16_k8(acc[u + 3], pa0, pa1, fp8_high_pair_to_f16<kFnuz>(hi));
     }
   }
 }
@@ -594,7 +607,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     if (t < 0 || t >= steps) continue;
     const uint32_t kt = wsm_addr + L::kRing + stage * L::kStageBytes;  // the step's K tile (V follows it)
     const unsigned char* k_tile = wsm + L::kRing + stage * L::kStageBytes;
-    float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    float sc[kChains][4] = {};
     if constexpr (L::kFp8) {
       fp8_logits<D, kFnuz>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
     } else {
@@ -604,7 +617,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     float s4[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e)  // (q_row_scale undoes the fp8 path's scaling of Q exactly; 1 for bf16)
-      s4[e] = (sc[0][e] + sc[1][e]) * q_row_scale[e >> 1] * a.k_scale;
+      s4[e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * q_row_scale[e >> 1] * a.k_scale;
     if (a.round_logits) {  // one uniform branch, not one per logit
 #pragma unroll
       for (int e = 0; e < 4; ++e) s4[e] = round_bf16(round_bf16(s4[e]) * a.scale);

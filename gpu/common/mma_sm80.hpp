@@ -116,6 +116,20 @@ __device__ inline uint32_t e4m3x2_to_f16x2(uint32_t two_codes) {
   return h2;
 }
 
+// The same for the two codes in the high 16 bits, read as the register's
+// upper half (a shift first costs one instruction per pair).
+__device__ inline uint32_t e4m3x2_hi_to_f16x2(uint32_t four_codes) {
+  uint32_t h2;
+  asm("{\n"
+      " .reg .b16 lo, hi;\n"
+      " mov.b32 {lo, hi}, %1;\n"
+      " cvt.rn.f16x2.e4m3x2 %0, hi;\n"
+      "}\n"
+      : "=r"(h2)
+      : "r"(four_codes));
+  return h2;
+}
+
 // Two floats to two f16 (lo in the low half), rounded to nearest even.
 __device__ inline uint32_t f32x2_to_f16x2(float lo, float hi) {
   uint32_t h2;
