@@ -7,7 +7,9 @@
 // choice: fp32 logits, online softmax in fp32 with P rounded to bf16, which
 // is exactly the bf16 operand the PV matrix multiply takes. Differences:
 //  - the accumulation order of the dot products (the tensor cores' fp32
-//    sums over 16-element pieces, over a permutation of the dims for fp8);
+//    sums over 16-element pieces, in four chains added at the end, over a
+//    permutation of the dims for fp8), and of the warps' merge (fused
+//    multiply-adds of each warp's unscaled sums and its factor);
 //  - exp is the special-function unit's 2^x (relative error ~2^-22), and a
 //    row's running max lags (it moves only when a logit passes it by
 //    ln 256), so P is rounded relative to that max, not the newest one:
@@ -30,8 +32,9 @@
 //           lane, zero-filled for ids not attended) into its own
 //           shared-memory ring, kStages - 1 steps ahead (3 stages for bf16,
 //           5 for fp8, whose rows stay fp8 in shared memory);
-//   logits S[16 heads, 8 ids] = Q K^T (m16n8k16, Q from shared memory; for
-//           fp8, K fragments converted from the fp8 rows in registers);
+//   logits S[16 heads, 8 ids] = Q K^T (m16n8k16 in four independent
+//           chains, Q from shared memory; for fp8, K fragments converted
+//           from the fp8 rows in registers);
 //   softmax online, in registers: each head row's 8 logits sit in one
 //           quad of lanes; P rounded to bf16 becomes the A operand of PV
 //           without leaving registers;
@@ -39,6 +42,8 @@
 //           (fp8: two rows' codes paired by byte permutes); the
 //           accumulators are rescaled only when a row's (lagging) max moves.
 // At the end the 8 warps' (m, l, O) merge by log-sum-exp in warp order.
+// The fp8 format (OCP or AMD's fnuz) is a template parameter, so the step
+// loop holds one decoder.
 // Splits: the launcher picks how many (at most what the caller's workspace
 // allows) so that the grid fills the GPU about once; the portable kernel's
 // merge combines them, launched so that it overlaps this kernel's tail
