@@ -254,6 +254,14 @@ __device__ inline void load_words(const void* p, uint32_t (&w)[N / 4]) {
   }
 }
 
+// One row of the epilogue's [kM][kWarps] statistics (16-byte aligned): the
+// 8 warps' values in two 16-byte loads.
+__device__ inline void load_warp_row(const float* p, float (&v)[kWarps]) {
+  static_assert(kWarps == 8, "two float4 per row");
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
 template <int D, class KvT>
 __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int t, int stage, unsigned char* wsm,
                            uint32_t wsm_addr) {
@@ -264,10 +272,10 @@ __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int 
   if (lane < kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * kNT + lane] = chunk[lane];
   uint32_t slot_words[C::kCopies];
   load_words<4 * C::kCopies>(chunk + cl.row, slot_words);
-  // A row's K address as one 32 x 32 -> 64-bit multiply-add (the launcher
-  // keeps slots and a row's bytes in 32 bits), its V address one 64-bit add
-  // from there (two multiply-adds of one product, ptxas shares the product
-  // and pays two adds each).
+  // A row's K address from one 32 x 32 -> 64-bit multiply-add (the
+  // launcher keeps slots and a row's bytes in 32 bits), its V address one
+  // 64-bit add from there (two multiply-adds of one product: ptxas shares
+  // the product and pays two adds each).
   const uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * D * static_cast<uint32_t>(sizeof(KvT));
   const uint32_t d = wsm_addr + L::kRing + stage * L::kStageBytes;
 #pragma unroll
@@ -484,9 +492,10 @@ __device__ void prefetch_row_start(const KernelArgs& a) {
 }
 
 // kFnuz (fp8 only) picks AMD's e4m3 format at compile time: a runtime
-// branch kept both decoders in the step loop, and the fp8 kernel's code
-// (110 KB) then missed the instruction cache, ncu's largest stall after
-// the dependency waits (docs/performance.md, seventh pass).
+// branch kept both decoders in the step loop (110 KB of code, 243
+// registers; the OCP kernel alone is 67 KB and 214). ncu's fetch stalls in
+// the larger kernel came from its cache flush, not from back-to-back
+// launches (docs/performance.md, seventh pass).
 template <int D, class KvT, bool kFnuz>
 __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   using L = Smem<D, KvT>;
@@ -686,9 +695,9 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   }
   __syncthreads();  // the stats; and every warp is done with its ring, which the merge buffer reuses
   if (tid < kWarps * kM) {
-    const float4* mh = reinterpret_cast<const float4*>(stat_m + (tid / kWarps) * kWarps);
-    const float4 x = mh[0], y = mh[1];
-    const float m = fmaxf(fmaxf(fmaxf(x.x, x.y), fmaxf(x.z, x.w)), fmaxf(fmaxf(y.x, y.y), fmaxf(y.z, y.w)));
+    float mv[kWarps];
+    load_warp_row(stat_m + (tid / kWarps) * kWarps, mv);
+    const float m = fmaxf(fmaxf(fmaxf(mv[0], mv[1]), fmaxf(mv[2], mv[3])), fmaxf(fmaxf(mv[4], mv[5]), fmaxf(mv[6], mv[7])));
     const float mw = stat_m[tid];
     stat_f[tid] = mw == -INFINITY ? 0.0f : expf(mw - m);
     if (tid % kWarps == 0) fin_m[tid / kWarps] = m;
@@ -729,11 +738,9 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     const int i = (tid + k * kBlock) * 4;
     if (i >= nh * D) break;
     const int h = i / D, d = i % D;
-    const float4* fh = reinterpret_cast<const float4*>(stat_f + h * kWarps);
-    const float4* lh = reinterpret_cast<const float4*>(stat_l + h * kWarps);
-    const float4 f0 = fh[0], f1 = fh[1], l0v = lh[0], l1v = lh[1];
-    const float f[kWarps] = {f0.x, f0.y, f0.z, f0.w, f1.x, f1.y, f1.z, f1.w};
-    const float lw[kWarps] = {l0v.x, l0v.y, l0v.z, l0v.w, l1v.x, l1v.y, l1v.z, l1v.w};
+    float f[kWarps], lw[kWarps];
+    load_warp_row(stat_f + h * kWarps, f);
+    load_warp_row(stat_l + h * kWarps, lw);
     float l = 0.0f;
     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll

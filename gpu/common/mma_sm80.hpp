@@ -99,9 +99,10 @@ __device__ inline void cp_async16_unless_negative(uint32_t dst, const void* src,
       "l"(src), "r"(key));
 }
 
-// base + a·b (a·b a 32 x 32 -> 64-bit product) in one instruction; written
-// out because the compiler otherwise splits a per-lane base into a uniform
-// part and a lane part and pays two 64-bit adds per address.
+// base + a·b, a·b a 32 x 32 -> 64-bit product. ptxas still emits a wide
+// multiply and a 64-bit add, but written this way the add takes the whole
+// per-lane base: the C++ form had it split into a uniform part and a lane
+// part, one instruction more per address (cubin sizes, seventh pass).
 __device__ inline const unsigned char* mad_wide_u32(uint32_t a, uint32_t b, const unsigned char* base) {
   uint64_t r;
   asm("mad.wide.u32 %0, %1, %2, %3;\n" : "=l"(r) : "r"(a), "r"(b), "l"(reinterpret_cast<uint64_t>(base)));
