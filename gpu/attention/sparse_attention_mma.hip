@@ -491,6 +491,109 @@ __device__ void prefetch_row_start(const KernelArgs& a) {
   }
 }
 
+// One (m, l, acc) state folded into another by log-sum-exp: both are
+// rescaled to the larger max; an empty state (m = -inf) weighs nothing.
+struct SplitState {
+  float m = -INFINITY, l = 0.0f, v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+};
+
+__device__ inline void fold_state(SplitState& s, float m, float l, const float (&v)[4]) {
+  if (m == -INFINITY) return;  // nothing to add (and its values are not read)
+  const float mn = fmaxf(s.m, m);
+  const float a = expf(s.m - mn), b = expf(m - mn);
+  s.l = s.l * a + l * b;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) s.v[e] = s.v[e] * a + v[e] * b;
+  s.m = mn;
+}
+
+// The split merge inside the kernel (KernelArgs::merge_counters), after every
+// block of (row, g) has stored its partials: a second kernel would add a
+// launch, a kernel boundary and, at one row, ~3 us of its own (the fifth
+// pass's timeline), while the ~400 KB of a row's partials are too much for
+// the last block alone. So every block of the row waits until all have
+// arrived, then merges its own 1/splits of the outputs: 4 dims of a head
+// row per group of kMergeLanes lanes, each lane folding every
+// kMergeLanes-th split in split order, the lanes then folding together by
+// shuffles (a fixed order: the result is deterministic). The wait needs all
+// of the launch's blocks resident at once: the launcher takes this path
+// only when they fit the device in one wave (mma_decode_fits_at_once), so
+// the blocks waited for are running or about to run, never queued behind
+// the waiters. The counter counts arrivals, then departures; the last
+// block to depart resets it to zero for the next launch.
+constexpr int kMergeLanes = 8;  // lanes per 4 output dims
+constexpr int kMergeBatch = 8;  // splits each lane loads before folding: 64 splits in one round trip
+
+template <int D>
+__device__ void merge_splits_in_kernel(const KernelArgs& a, int64_t row, int g, int split, int nh) {
+  const int tid = static_cast<int>(threadIdx.x), sub = tid % kMergeLanes;
+  unsigned* counter = a.merge_counters + row * a.kv_heads + g;
+  const int n = a.splits;
+  __syncthreads();  // every thread of the block has stored its partials
+  if (tid == 0) {
+    __threadfence();  // ...and they are visible at GPU scope before the arrival
+    if (static_cast<int>(atomicAdd(counter, 1u)) + 1 < n)
+      while (static_cast<int>(load_acquire_gpu(counter)) < n) {
+      }
+  }
+  __syncthreads();  // every block's partials are visible to this block
+  const int units = nh * D / 4;  // the group's outputs in 4-dim units, head by head
+  const int per = (units + n - 1) / n;
+  const int u_end = min(units, (split + 1) * per);
+  const int64_t head0 = row * a.heads + static_cast<int64_t>(g) * nh;
+  for (int u0 = split * per; u0 < u_end; u0 += kBlock / kMergeLanes) {  // uniform: every lane shuffles
+    const int unit = min(u0 + tid / kMergeLanes, u_end - 1);
+    const bool mine = u0 + tid / kMergeLanes < u_end && sub == 0;
+    const int64_t head = head0 + unit * 4 / D;
+    const int d = unit * 4 % D;
+    const int64_t out = head * D + d;
+    uint16_t gate[4] = {0, 0, 0, 0};  // in flight with the partials' loads
+    if (mine)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) gate[e] = a.gate[out + e];
+    SplitState st;
+    for (int s0 = sub; s0 < n; s0 += kMergeLanes * kMergeBatch) {
+      float2 ml[kMergeBatch];
+      float4 x[kMergeBatch];
+#pragma unroll
+      for (int j = 0; j < kMergeBatch; ++j) {
+        const int s = s0 + j * kMergeLanes;
+        const int64_t part = head * n + min(s, n - 1);
+        ml[j] = __ldcg(reinterpret_cast<const float2*>(a.ws_ml + part * 2));
+        x[j] = __ldcg(reinterpret_cast<const float4*>(a.ws_acc + part * D + d));
+        if (s >= n) ml[j].x = -INFINITY;  // past the last split: an empty state
+      }
+#pragma unroll
+      for (int j = 0; j < kMergeBatch; ++j) fold_state(st, ml[j].x, ml[j].y, {x[j].x, x[j].y, x[j].z, x[j].w});
+    }
+#pragma unroll
+    for (int o = kMergeLanes / 2; o > 0; o >>= 1) {
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = __shfl_xor_sync(0xffffffffu, st.v[e], o);
+      const float m = __shfl_xor_sync(0xffffffffu, st.m, o), l = __shfl_xor_sync(0xffffffffu, st.l, o);
+      // Both lanes fold the pair in the same order (lower lane first), so
+      // they hold the same state after each round.
+      if (sub & o) {
+        SplitState lo;
+        lo.m = m;
+        lo.l = l;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) lo.v[e] = v[e];
+        fold_state(lo, st.m, st.l, st.v);
+        st = lo;
+      } else {
+        fold_state(st, m, l, v);
+      }
+    }
+    if (mine)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) store_gated(a, out + e, st.l > 0.0f ? st.v[e] / st.l : 0.0f, gate[e]);
+  }
+  // Departures: the last block past its wait resets the counter.
+  if (tid == 0 && atomicAdd(counter, 1u) == 2u * static_cast<unsigned>(n) - 1u) atomicExch(counter, 0u);
+}
+
 // kFnuz (fp8 only) picks AMD's e4m3 format at compile time: a runtime
 // branch kept both decoders in the step loop (110 KB of code, 243
 // registers; the OCP kernel alone is 67 KB and 214). ncu's fetch stalls in
@@ -768,6 +871,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
       }
     }
   }
+  if (a.merge_counters != nullptr) merge_splits_in_kernel<D>(a, row, g, split, nh);
 }
 
 // Blocks of one instantiation that fit on a multiprocessor of the current
@@ -829,6 +933,10 @@ int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, boo
   return want < 1 ? 1 : static_cast<int>(want);
 }
 
+bool mma_decode_fits_at_once(int64_t blocks, int head_dim, bool fp8) {
+  return blocks <= static_cast<int64_t>(device_limits().multiprocessors) * blocks_per_sm_for(head_dim, fp8);
+}
+
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream) {
   switch (head_dim) {
     case 64: return launch_for_cache<64>(a, rows, fp8, stream);
@@ -843,6 +951,7 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 bool mma_decode_supported(const KernelArgs&, int, int) { return false; }
 bool mma_decode_params_supported(int, int, PRounding) { return false; }
 int mma_decode_splits(int64_t, int, int max_splits, int, bool) { return max_splits; }
+bool mma_decode_fits_at_once(int64_t, int, bool) { return false; }
 void launch_mma_decode(const KernelArgs&, int, int64_t, bool, hipStream_t) {
   throw ConfigError("gpu attention: the tensor-core decode kernel exists only in CUDA builds");
 }
