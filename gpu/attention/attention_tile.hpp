@@ -32,9 +32,9 @@ struct KernelArgs {
   uint16_t* gated;
   float* ws_acc;  // [T, H, splits, D]
   float* ws_ml;   // [T, H, splits, 2]: running max, sum
-  // Tensor-core kernel only: one arrival counter per (row, KV group), zero
-  // on entry and on exit, with which the blocks of a row merge its splits
-  // themselves (sparse_attention_mma.hpp); null: the merge kernel does.
+  // Tensor-core kernel only: one arrival counter per (row, KV group), no
+  // arrivals on entry and on exit, with which the blocks of a row merge its
+  // splits themselves (sparse_attention_mma.hip); null: the merge kernel does.
   unsigned* merge_counters;
 };
 

@@ -70,7 +70,8 @@ struct SparseAttentionArgs {
   float* workspace = nullptr;             // sparse_attention_workspace_floats(...) floats, 16-byte aligned
   size_t workspace_floats = 0;            //   (may be null if 0); the decode path only
   // Optional: sparse_attention_merge_counters(...) arrival counters, zero
-  // before the first launch (hipMemset) and left zero by every launch. With
+  // before the first launch (hipMemset); every launch leaves them with no
+  // arrivals (their high half counts launches), so zero them once. With
   // them the tensor-core decode kernel merges a row's splits itself where
   // its blocks fit the device at once (tensor_core_attention_merges_in_kernel):
   // one launch instead of two. Like the workspace, one launch at a time per

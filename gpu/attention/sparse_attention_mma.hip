@@ -511,63 +511,91 @@ __device__ inline void fold_state(SplitState& s, float m, float l, const float (
 // block of (row, g) has stored its partials: a second kernel would add a
 // launch, a kernel boundary and, at one row, ~3 us of its own (the fifth
 // pass's timeline), while the ~400 KB of a row's partials are too much for
-// the last block alone. So every block of the row waits until all have
-// arrived, then merges its own 1/splits of the outputs: 4 dims of a head
-// row per group of kMergeLanes lanes, each lane folding every
-// kMergeLanes-th split in split order, the lanes then folding together by
+// the last block alone. So every block of the row counts its arrival, waits
+// for the row's other blocks, then merges its own 1/splits of the outputs:
+// 4 dims of a head row per group of `lanes` lanes (as many, up to 8, as
+// leave one pass over the block's outputs), each lane folding every
+// lanes-th split in split order, the lanes then folding together by
 // shuffles (a fixed order: the result is deterministic). The wait needs all
 // of the launch's blocks resident at once: the launcher takes this path
 // only when they fit the device in one wave (mma_decode_fits_at_once), so
 // the blocks waited for are running or about to run, never queued behind
-// the waiters. The counter counts arrivals, then departures; the last
-// block to depart resets it to zero for the next launch.
-constexpr int kMergeLanes = 8;  // lanes per 4 output dims
-constexpr int kMergeBatch = 8;  // splits each lane loads before folding: 64 splits in one round trip
+// the waiters.
+// The counter's low 16 bits count arrivals (splits <= 65535, the grid's
+// limit); the last block to arrive sets them back to zero and adds one to
+// the high half, the generation the others wait on. So no block has to
+// leave again (a second atomic on every block's way out), and the next
+// launch finds zero arrivals.
+constexpr int kMergeLanes = 8;   // most lanes per 4 output dims
+constexpr int kMergeBatch = 8;   // splits a lane loads before folding (8 x 8 = 64 in one round trip)
+constexpr unsigned kGeneration = 1u << 16;
+
+__device__ inline unsigned arrive_acq_rel(unsigned* p) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
+__device__ inline void add_release(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
 
 template <int D>
 __device__ void merge_splits_in_kernel(const KernelArgs& a, int64_t row, int g, int split, int nh) {
-  const int tid = static_cast<int>(threadIdx.x), sub = tid % kMergeLanes;
+  const int tid = static_cast<int>(threadIdx.x);
   unsigned* counter = a.merge_counters + row * a.kv_heads + g;
   const int n = a.splits;
-  __syncthreads();  // every thread of the block has stored its partials
-  if (tid == 0) {
-    __threadfence();  // ...and they are visible at GPU scope before the arrival
-    if (static_cast<int>(atomicAdd(counter, 1u)) + 1 < n)
-      while (static_cast<int>(load_acquire_gpu(counter)) < n) {
-      }
-  }
-  __syncthreads();  // every block's partials are visible to this block
   const int units = nh * D / 4;  // the group's outputs in 4-dim units, head by head
   const int per = (units + n - 1) / n;
   const int u_end = min(units, (split + 1) * per);
+  int lanes = kMergeLanes;
+  while (lanes > 1 && per * lanes > kBlock) lanes >>= 1;
+  const int sub = tid & (lanes - 1);
   const int64_t head0 = row * a.heads + static_cast<int64_t>(g) * nh;
-  for (int u0 = split * per; u0 < u_end; u0 += kBlock / kMergeLanes) {  // uniform: every lane shuffles
-    const int unit = min(u0 + tid / kMergeLanes, u_end - 1);
-    const bool mine = u0 + tid / kMergeLanes < u_end && sub == 0;
+  // The first pass's gates are older than this kernel: loaded before the wait.
+  uint16_t gate[4] = {0, 0, 0, 0};
+  auto load_gates = [&](int u0) {
+    if (sub == 0 && u0 + tid / lanes < u_end)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) gate[e] = a.gate[head0 * D + (u0 + tid / lanes) * 4 + e];
+  };
+  load_gates(split * per);
+  __syncthreads();  // every thread of the block has stored its partials
+  if (tid == 0) {
+    // Release the block's partials (ordered before by the barrier) with the
+    // arrival; the last arrival also acquires everyone's.
+    const unsigned old = arrive_acq_rel(counter);
+    if (static_cast<int>(old % kGeneration) + 1 == n)
+      add_release(counter, kGeneration - static_cast<unsigned>(n));
+    else
+      while ((load_acquire_gpu(counter) ^ old) < kGeneration) {  // the generation has not moved
+      }
+  }
+  __syncthreads();  // every block's partials are visible to this block
+  for (int u0 = split * per; u0 < u_end; u0 += kBlock / lanes) {  // uniform: every lane shuffles
+    if (u0 != split * per) load_gates(u0);
+    const int unit = min(u0 + tid / lanes, u_end - 1);
     const int64_t head = head0 + unit * 4 / D;
     const int d = unit * 4 % D;
-    const int64_t out = head * D + d;
-    uint16_t gate[4] = {0, 0, 0, 0};  // in flight with the partials' loads
-    if (mine)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) gate[e] = a.gate[out + e];
     SplitState st;
-    for (int s0 = sub; s0 < n; s0 += kMergeLanes * kMergeBatch) {
+    for (int s0 = sub; s0 < n; s0 += lanes * kMergeBatch) {
       float2 ml[kMergeBatch];
       float4 x[kMergeBatch];
 #pragma unroll
       for (int j = 0; j < kMergeBatch; ++j) {
-        const int s = s0 + j * kMergeLanes;
-        const int64_t part = head * n + min(s, n - 1);
-        ml[j] = __ldcg(reinterpret_cast<const float2*>(a.ws_ml + part * 2));
-        x[j] = __ldcg(reinterpret_cast<const float4*>(a.ws_acc + part * D + d));
-        if (s >= n) ml[j].x = -INFINITY;  // past the last split: an empty state
+        const int s = s0 + j * lanes;
+        ml[j] = make_float2(-INFINITY, 0.0f);  // past the last split: an empty state
+        if (s < n) {
+          ml[j] = __ldcg(reinterpret_cast<const float2*>(a.ws_ml + (head * n + s) * 2));
+          x[j] = __ldcg(reinterpret_cast<const float4*>(a.ws_acc + (head * n + s) * D + d));
+        }
       }
 #pragma unroll
-      for (int j = 0; j < kMergeBatch; ++j) fold_state(st, ml[j].x, ml[j].y, {x[j].x, x[j].y, x[j].z, x[j].w});
+      for (int j = 0; j < kMergeBatch; ++j)
+        if (s0 + j * lanes < n) fold_state(st, ml[j].x, ml[j].y, {x[j].x, x[j].y, x[j].z, x[j].w});
     }
 #pragma unroll
     for (int o = kMergeLanes / 2; o > 0; o >>= 1) {
+      if (o >= lanes) continue;  // uniform
       float v[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = __shfl_xor_sync(0xffffffffu, st.v[e], o);
@@ -586,12 +614,11 @@ __device__ void merge_splits_in_kernel(const KernelArgs& a, int64_t row, int g, 
         fold_state(st, m, l, v);
       }
     }
-    if (mine)
+    if (sub == 0 && u0 + tid / lanes < u_end)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) store_gated(a, out + e, st.l > 0.0f ? st.v[e] / st.l : 0.0f, gate[e]);
+      for (int e = 0; e < 4; ++e)
+        store_gated(a, head * D + d + e, st.l > 0.0f ? st.v[e] / st.l : 0.0f, gate[e]);
   }
-  // Departures: the last block past its wait resets the counter.
-  if (tid == 0 && atomicAdd(counter, 1u) == 2u * static_cast<unsigned>(n) - 1u) atomicExch(counter, 0u);
 }
 
 // kFnuz (fp8 only) picks AMD's e4m3 format at compile time: a runtime

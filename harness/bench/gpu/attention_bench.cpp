@@ -103,7 +103,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   const size_t ws_floats =
       path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims, split_ids) : 0;
   workspace.allocate(1, ws_floats);
-  // Zero once: every launch leaves them zero.
+  // Zero once: every launch leaves them with no arrivals.
   gpu::DeviceBuffer<uint32_t> counters(merge_counters ? gpu::sparse_attention_merge_counters(p, dims) : 0);
   counters.zero();
 

@@ -148,7 +148,7 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
   const size_t ws_floats = gpu::sparse_attention_workspace_floats(ap, dims);
   workspace.allocate(1, std::max<size_t>(1, ws_floats));
   gpu::DeviceBuffer<uint32_t> merge_counters(gpu::sparse_attention_merge_counters(ap, dims));
-  merge_counters.zero();  // once: every launch leaves them zero
+  merge_counters.zero();  // once: every launch leaves them with no arrivals
 
   // Per set: every intermediate and output of the step after prepare's.
   Slab<float> attn;
