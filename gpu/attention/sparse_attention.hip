@@ -280,7 +280,7 @@ MmaSplits tensor_core_splits_taken(const AttentionParams& p, KvDtype kv, int64_t
 }
 
 bool merges_in_kernel(const AttentionParams& p, KvDtype kv, int64_t rows, int splits) {
-  return splits > 1 && attn::mma_decode_fits_at_once(rows * p.kv_heads * splits, p.head_dim, kv == KvDtype::kFp8);
+  return attn::mma_decode_merges_in_kernel(rows * p.kv_heads, splits, p.head_dim, kv == KvDtype::kFp8);
 }
 
 }  // namespace

@@ -81,15 +81,16 @@ bool mma_decode_params_supported(int head_dim, int group, PRounding p_rounding);
 // that a warp would get less than one step.
 int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, bool fp8);
 
-// Whether `blocks` blocks of the kernel are resident on the current device
-// at once, so that blocks may wait for each other (the in-kernel split
-// merge, KernelArgs::merge_counters).
-bool mma_decode_fits_at_once(int64_t blocks, int head_dim, bool fp8);
+// Whether the kernel can merge `splits` splits of `pairs` (row, KV group)
+// pairs itself (KernelArgs::merge_counters): more than one split, and every
+// block resident on the current device at once, since blocks wait for each
+// other.
+bool mma_decode_merges_in_kernel(int64_t pairs, int splits, int head_dim, bool fp8);
 
 // Launches the kernel over `rows` rows; `a` must be complete and checked,
 // with a.splits / a.ids_per_split from mma_decode_splits (ws_* set when
 // a.splits > 1; the caller runs the merge unless a.merge_counters is set,
-// which needs mma_decode_fits_at_once for the grid).
+// which needs mma_decode_merges_in_kernel).
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream);
 
 }  // namespace qsa::gpu::attn
