@@ -32,10 +32,6 @@ struct KernelArgs {
   uint16_t* gated;
   float* ws_acc;  // [T, H, splits, D]
   float* ws_ml;   // [T, H, splits, 2]: running max, sum
-  // Tensor-core kernel only: one arrival counter per (row, KV group), no
-  // arrivals on entry and on exit, with which the blocks of a row merge its
-  // splits themselves (sparse_attention_mma.hip); null: the merge kernel does.
-  unsigned* merge_counters;
 };
 
 // The counted columns of one (row, split), as every decode kernel reads

@@ -264,32 +264,6 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
                                  sparse_attention_splits(p, ids_per_split), p.head_dim, kv == KvDtype::kFp8);
 }
 
-namespace {
-
-// The tensor-core kernel's splits (KernelArgs::splits, ids_per_split): the
-// count it wants, each split whole steps of ids.
-struct MmaSplits {
-  int splits, ids;
-};
-MmaSplits tensor_core_splits_taken(const AttentionParams& p, KvDtype kv, int64_t rows, int ids_per_split) {
-  const int cols = sparse_attention_columns(p);
-  const int want = tensor_core_attention_splits(p, kv, rows, ids_per_split);
-  const int per = (cols + want - 1) / want;
-  const int ids = std::max(attn::kMmaTile, (per + attn::kMmaTile - 1) / attn::kMmaTile * attn::kMmaTile);
-  return {std::max(1, (cols + ids - 1) / ids), ids};
-}
-
-bool merges_in_kernel(const AttentionParams& p, KvDtype kv, int64_t rows, int splits) {
-  return attn::mma_decode_merges_in_kernel(rows * p.kv_heads, splits, p.head_dim, kv == KvDtype::kFp8);
-}
-
-}  // namespace
-
-bool tensor_core_attention_merges_in_kernel(const AttentionParams& p, KvDtype kv, int64_t rows, int ids_per_split) {
-  if (!tensor_core_attention_available(p) || rows <= 0) return false;
-  return merges_in_kernel(p, kv, rows, tensor_core_splits_taken(p, kv, rows, ids_per_split).splits);
-}
-
 AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path) {
   if (p.p_rounding != PRounding::kBf16Normalized) {
@@ -357,10 +331,6 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
       throw InputError("gpu attention: the workspace holds " + std::to_string(args.workspace_floats) +
                        " floats, the launch needs " + std::to_string(need));
     if (need > 0) require_aligned(args.workspace, "workspace");  // the split merge reads it in 16-byte vectors
-    const size_t counters = sparse_attention_merge_counters(p, dims);
-    if (args.merge_counters != nullptr && args.merge_counters_count < counters)
-      throw InputError("gpu attention: the merge counters hold " + std::to_string(args.merge_counters_count) +
-                       " entries, the launch needs " + std::to_string(counters) + " (rows x KV heads)");
   }
   for (auto [ptr, what] : {std::pair<const void*, const char*>{args.q, "q"}, {args.gate, "gate"},
                            {args.token_to_req, "token_to_req"}, {args.k_cache, "k_cache"}, {args.v_cache, "v_cache"},
@@ -421,15 +391,15 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
       attn::mma_decode_supported(a, p.head_dim, group)) {
     // The tensor-core kernel picks its own split count, never more than the
     // workspace sized for `splits` holds.
-    const MmaSplits taken = tensor_core_splits_taken(p, kv.dtype, dims.num_tokens, ids_per_split);
-    a.splits = taken.splits;
-    a.ids_per_split = taken.ids;
+    const int cols = sparse_attention_columns(p);
+    const int want = tensor_core_attention_splits(p, kv.dtype, dims.num_tokens, ids_per_split);
+    const int per = (cols + want - 1) / want;
+    a.ids_per_split = std::max(attn::kMmaTile, (per + attn::kMmaTile - 1) / attn::kMmaTile * attn::kMmaTile);
+    a.splits = std::max(1, (cols + a.ids_per_split - 1) / a.ids_per_split);
     a.head_chunks = 1;
     set_workspace(a, args, dims, p);
-    const bool in_kernel = args.merge_counters != nullptr && merges_in_kernel(p, kv.dtype, dims.num_tokens, a.splits);
-    if (in_kernel) a.merge_counters = args.merge_counters;
     attn::launch_mma_decode(a, p.head_dim, dims.num_tokens, fp8, stream);
-    if (a.splits > 1 && !in_kernel) launch_merge(a, dims, p.head_dim, stream);
+    if (a.splits > 1) launch_merge(a, dims, p.head_dim, stream);
     return;
   }
   set_workspace(a, args, dims, p);

@@ -69,15 +69,6 @@ struct SparseAttentionArgs {
   uint16_t* gated = nullptr;              // [T, H, D] output O, bf16 bits
   float* workspace = nullptr;             // sparse_attention_workspace_floats(...) floats, 16-byte aligned
   size_t workspace_floats = 0;            //   (may be null if 0); the decode path only
-  // Optional: sparse_attention_merge_counters(...) arrival counters, zero
-  // before the first launch (hipMemset); every launch leaves them with no
-  // arrivals (their high half counts launches), so zero them once. With
-  // them the tensor-core decode kernel merges a row's splits itself where
-  // its blocks fit the device at once (tensor_core_attention_merges_in_kernel):
-  // one launch instead of two. Like the workspace, one launch at a time per
-  // array. Null: the splits are merged by a second kernel.
-  uint32_t* merge_counters = nullptr;
-  size_t merge_counters_count = 0;
   // The prefill path's plan (plan_sparse_attention_prefill), uploaded by the
   // caller; leave null for the decode path (kAuto then never takes prefill).
   const int32_t* prefill_tiles = nullptr;   // [prefill_num_tiles, 4] = plan.tiles
@@ -114,18 +105,11 @@ bool tensor_core_attention_available(const AttentionParams& p);
 int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t rows,
                                  int ids_per_split = kDefaultIdsPerSplit);
 
-// Whether launch_sparse_attention, given merge counters, merges the splits of
-// `rows` rows inside the tensor-core decode kernel on the current device:
-// the kernel applies, takes more than one split, and all its blocks are
-// resident at once (one and eight rows of the released model on an H200).
-bool tensor_core_attention_merges_in_kernel(const AttentionParams& p, KvDtype kv, int64_t rows,
-                                            int ids_per_split = kDefaultIdsPerSplit);
-
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards
 // cheap bounds as well, so bad ids can never make it read out of bounds.
 // k_cache, v_cache and the workspace must be 16-byte aligned (hipMalloc's
-// are); null pointers, a short workspace or merge-counter array (decode path), a missing plan or one built for
+// are); null pointers, a short workspace (decode path), a missing plan or one built for
 // other params (prefill path) and dims that contradict kv are InputErrors.
 // ids_per_split only shapes the decode path (the prefill path has no
 // split-K and no workspace).

@@ -491,137 +491,6 @@ __device__ void prefetch_row_start(const KernelArgs& a) {
   }
 }
 
-// The split merge inside the kernel (KernelArgs::merge_counters), after every
-// block of (row, g) has stored its partials: a second kernel adds a launch
-// and a kernel boundary (the host needs 6-9 us to enqueue two launches, more
-// than one row's GPU time), while the ~400 KB of a row's partials are too
-// much for the last block alone. So every block of the row counts its
-// arrival, waits for the row's other blocks, then merges its own 1/splits
-// of the outputs. The wait needs all of the launch's blocks resident at
-// once: the launcher takes this path only when they fit the device in one
-// wave (mma_decode_merges_in_kernel), so the blocks waited for are running or
-// about to run, never queued behind the waiters.
-// The merge itself is the merge kernel's (sparse_attention.hip) for up to
-// 40 splits, bit for bit: the block stages its outputs' partials in shared
-// memory (cp.async, all in flight at once), computes each (head, split)
-// weight exp(m_s - max m) once, and each thread folds its 4 dims over the
-// splits in order. Rolled loops: a first version with unrolled register
-// batches and shuffles measured 2.8 us for this part at one row; there
-// every instruction runs once per launch.
-// The counter's low 16 bits count arrivals; the last block to arrive sets
-// them back to zero and adds one to the high half, the generation the
-// others wait on. So no block has to leave again (a second atomic on every
-// block's way out), and the next launch finds zero arrivals.
-constexpr unsigned kGeneration = 1u << 16;
-constexpr int kMaxInKernelSplits = 512;  // bounds the staging below; the launcher checks it
-
-__device__ inline unsigned arrive_acq_rel(unsigned* p) {
-  unsigned old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(old) : "l"(p) : "memory");
-  return old;
-}
-// Relaxed: a waiter that reads this RMW's value still synchronises with
-// every arrival (each release heads a release sequence that later RMWs on
-// the counter extend), so no second fence on the last block's way.
-__device__ inline void add_relaxed(unsigned* p, unsigned v) {
-  asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ inline unsigned load_relaxed(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// `stage` is the block's shared memory past Q, free once the first barrier
-// below has retired the cross-warp merge buffer.
-// Staging bytes for n splits: [n][cnt] float4 with n·cnt < units + n, and
-// four [hn][n] floats with hn·n <= nh + 3n (a block's units span at most
-// units/n·4/D + 2 heads).
-template <int D>
-__host__ __device__ constexpr int in_kernel_merge_bytes(int n) {
-  return (kM * D / 4 + n) * 16 + (kM + 3 * n) * 16;
-}
-
-template <int D>
-__device__ void merge_splits_in_kernel(const KernelArgs& a, int64_t row, int g, int split, int nh,
-                                       unsigned char* stage) {
-  const int tid = static_cast<int>(threadIdx.x);
-  unsigned* counter = a.merge_counters + row * a.kv_heads + g;
-  const int n = a.splits;
-  const int units = nh * D / 4;  // the group's outputs in 4-dim units, head by head
-  const int per = (units + n - 1) / n;
-  const int u0 = split * per, cnt = max(0, min(units, u0 + per) - u0);  // this block's units
-  const int hf = u0 * 4 / D;                                            // their first head (of the group)
-  const int hn = cnt > 0 ? (u0 + cnt - 1) * 4 / D - hf + 1 : 0;          // and how many heads they span
-  const int64_t out0 = (row * a.heads + static_cast<int64_t>(g) * nh) * D;  // the group's first output
-  const int64_t head0 = row * a.heads + static_cast<int64_t>(g) * nh + hf;  // the block's first head
-  // Shared memory: [n][cnt] float4 partials, then [hn][n] m, l, weight, l·weight.
-  float4* x_s = reinterpret_cast<float4*>(stage);
-  float* m_s = reinterpret_cast<float*>(x_s + n * cnt);
-  float* l_s = m_s + hn * n;
-  float* w_s = l_s + hn * n;
-  float* lw_s = w_s + hn * n;
-  // The first pass's gates are older than this kernel: loaded before the wait.
-  uint16_t gate[4] = {0, 0, 0, 0};
-  if (tid < cnt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) gate[e] = a.gate[out0 + (u0 + tid) * 4 + e];
-  __syncthreads();  // every thread has stored its partials and is done with the merge buffer
-  if (tid == 0) {
-    // Release the block's partials (ordered before by the barrier) with the
-    // arrival; the last arrival also acquires everyone's.
-    const unsigned old = arrive_acq_rel(counter);
-    if (static_cast<int>(old % kGeneration) + 1 == n) {
-      add_relaxed(counter, kGeneration - static_cast<unsigned>(n));
-    } else {
-      while ((load_relaxed(counter) ^ old) < kGeneration) {  // the generation has not moved
-      }
-      (void)load_acquire_gpu(counter);  // poll relaxed, acquire once
-    }
-  }
-  __syncthreads();  // every block's partials are visible to this block
-  if (cnt == 0) return;  // uniform
-  for (int i = tid; i < n * cnt; i += kBlock) {
-    const int s = i / cnt, u = u0 + i % cnt;
-    cp_async16(smem_addr(x_s + i), a.ws_acc + ((head0 + u * 4 / D - hf) * n + s) * D + u * 4 % D, true);
-  }
-  cp_async_commit();
-  for (int i = tid; i < hn * n; i += kBlock) {
-    const float2 ml = __ldcg(reinterpret_cast<const float2*>(a.ws_ml + ((head0 + i / n) * n + i % n) * 2));
-    m_s[i] = ml.x;
-    l_s[i] = ml.y;
-  }
-  cp_async_wait<0>();
-  __syncthreads();
-  for (int i = tid; i < hn * n; i += kBlock) {  // each weight once
-    const float* m_row = m_s + (i / n) * n;
-    float m = -INFINITY;
-    for (int s = 0; s < n; ++s) m = fmaxf(m, m_row[s]);
-    const float w = m == -INFINITY ? 0.0f : expf(m_s[i] - m);  // an empty split (m_s = -inf) weighs 0
-    w_s[i] = w;
-    lw_s[i] = l_s[i] * w;
-  }
-  __syncthreads();
-  for (int j = tid; j < cnt; j += kBlock) {
-    const int u = u0 + j, hh = u * 4 / D - hf;
-    if (j >= kBlock)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) gate[e] = a.gate[out0 + u * 4 + e];
-    float l = 0.0f, v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int s = 0; s < n; ++s) {
-      const float w = w_s[hh * n + s];
-      const float4 x = x_s[s * cnt + j];
-      l += lw_s[hh * n + s];
-      v[0] += x.x * w;
-      v[1] += x.y * w;
-      v[2] += x.z * w;
-      v[3] += x.w * w;
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) store_gated(a, out0 + u * 4 + e, l > 0.0f ? v[e] / l : 0.0f, gate[e]);
-  }
-}
-
 // kFnuz (fp8 only) picks AMD's e4m3 format at compile time: a runtime
 // branch kept both decoders in the step loop (110 KB of code, 243
 // registers; the OCP kernel alone is 67 KB and 214). ncu's fetch stalls in
@@ -899,8 +768,6 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
       }
     }
   }
-  static_assert(in_kernel_merge_bytes<D>(kMaxInKernelSplits) <= kWarps * L::kWarpBytes, "the staging fits the rings");
-  if (a.merge_counters != nullptr) merge_splits_in_kernel<D>(a, row, g, split, nh, smem + L::kWarp0);
 }
 
 // Blocks of one instantiation that fit on a multiprocessor of the current
@@ -962,11 +829,6 @@ int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, boo
   return want < 1 ? 1 : static_cast<int>(want);
 }
 
-bool mma_decode_merges_in_kernel(int64_t pairs, int splits, int head_dim, bool fp8) {
-  return splits > 1 && splits <= kMaxInKernelSplits &&
-         pairs * splits <= static_cast<int64_t>(device_limits().multiprocessors) * blocks_per_sm_for(head_dim, fp8);
-}
-
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream) {
   switch (head_dim) {
     case 64: return launch_for_cache<64>(a, rows, fp8, stream);
@@ -981,7 +843,6 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 bool mma_decode_supported(const KernelArgs&, int, int) { return false; }
 bool mma_decode_params_supported(int, int, PRounding) { return false; }
 int mma_decode_splits(int64_t, int, int max_splits, int, bool) { return max_splits; }
-bool mma_decode_merges_in_kernel(int64_t, int, int, bool) { return false; }
 void launch_mma_decode(const KernelArgs&, int, int64_t, bool, hipStream_t) {
   throw ConfigError("gpu attention: the tensor-core decode kernel exists only in CUDA builds");
 }

@@ -45,12 +45,9 @@
 // The fp8 format (OCP or AMD's fnuz) is a template parameter, so the step
 // loop holds one decoder.
 // Splits: the launcher picks how many (at most what the caller's workspace
-// allows) so that the grid fills the GPU about once. Given the caller's
-// merge counters, and when the grid fits the device in one wave (one and
-// eight rows on an H200), the blocks of a row merge its splits themselves
-// at the end (merge_splits_in_kernel): one launch. Otherwise the portable
-// kernel's merge combines them, launched so that it overlaps this kernel's
-// tail (dependent_launch.hpp). The kernel itself is launched as a dependent of
+// allows) so that the grid fills the GPU about once; the portable kernel's
+// merge combines them, launched so that it overlaps this kernel's tail
+// (dependent_launch.hpp). The kernel itself is launched as a dependent of
 // the stream's previous kernel: before waiting for it, it only prefetches
 // the row's first dependent reads into L2, so the launch and
 // block-scheduling gap is saved (measured -0.8 us at one row) and the first
@@ -81,16 +78,9 @@ bool mma_decode_params_supported(int head_dim, int group, PRounding p_rounding);
 // that a warp would get less than one step.
 int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, bool fp8);
 
-// Whether the kernel can merge `splits` splits of `pairs` (row, KV group)
-// pairs itself (KernelArgs::merge_counters): more than one split, and every
-// block resident on the current device at once, since blocks wait for each
-// other.
-bool mma_decode_merges_in_kernel(int64_t pairs, int splits, int head_dim, bool fp8);
-
 // Launches the kernel over `rows` rows; `a` must be complete and checked,
 // with a.splits / a.ids_per_split from mma_decode_splits (ws_* set when
-// a.splits > 1; the caller runs the merge unless a.merge_counters is set,
-// which needs mma_decode_merges_in_kernel).
+// a.splits > 1; the caller runs the merge).
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream);
 
 }  // namespace qsa::gpu::attn

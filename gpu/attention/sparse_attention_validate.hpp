@@ -70,11 +70,6 @@ int sparse_attention_splits(const AttentionParams& p, int ids_per_split = kDefau
 // P: the split's partial PV sum and its softmax max and sum).
 size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
                                          int ids_per_split = kDefaultIdsPerSplit);
-// Merge counters (SparseAttentionArgs::merge_counters) a launch of these
-// dims needs: one per (row, KV group).
-inline size_t sparse_attention_merge_counters(const AttentionParams& p, const SparseAttentionDims& dims) {
-  return static_cast<size_t>(dims.num_tokens) * static_cast<size_t>(p.kv_heads > 0 ? p.kv_heads : 0);
-}
 // The ids_per_split a caller without its own policy should use:
 // kDefaultIdsPerSplit up to kSplitKMaxRows rows, one split per row above
 // (then the rows alone fill the GPU and the workspace, which grows with

@@ -142,14 +142,6 @@ __device__ inline uint32_t f32x2_to_f16x2(float lo, float hi) {
 // into registers or L1.
 __device__ inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
-// A load that sees every write released (at GPU scope) before the value it
-// reads, and orders this thread's later loads after it.
-__device__ inline unsigned load_acquire_gpu(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 // Waits until at most `kPending` of this thread's committed groups are in flight.

@@ -180,11 +180,7 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
       validate_sparse_attention(ap, kvp, o.token_idx, l.token_to_req, l.seq_lens, l.block_table);
   const int ids_per_split = sparse_attention_ids_per_split(ap, dims);
   DeviceBuffer<float> workspace(sparse_attention_workspace_floats(ap, dims, ids_per_split));
-  DeviceBuffer<uint32_t> merge_counters(sparse_attention_merge_counters(ap, dims));
-  merge_counters.zero();  // the in-kernel split merge's arrival counters start at zero
   SparseAttentionArgs args = b.attention_args(s.caches, workspace);
-  args.merge_counters = merge_counters.get();
-  args.merge_counters_count = merge_counters.size();
   // Prefill-shaped steps (several rows per request) take the path where
   // neighbouring rows share K/V loads; it needs a host-built plan. Where the
   // build has the tensor-core decode kernel, kAuto takes it for every step

@@ -61,20 +61,10 @@ inline gpu::SparseAttentionPrefillPlan prefill_plan(const AttnCase& c) {
                                             c.layout.seq_lens, c.layout.block_table);
 }
 
-// How run_gpu_path launches: with merge counters (zeroed once; the
-// tensor-core kernel then merges its splits itself where it can, and every
-// launch must leave them with no arrivals, which the run checks) or without (the merge
-// kernel), and how many times back to back on the same workspace and
-// counters (the outputs are those of the last launch).
-struct RunOptions {
-  bool merge_counters = true;
-  int launches = 1;
-};
-
 // Runs the case through `path`; a non-null plan is uploaded and passed in the
 // prefill_* arguments (kAuto without a plan is the decode path).
 inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const gpu::SparseAttentionPrefillPlan* plan,
-                               int ids_per_split = gpu::kDefaultIdsPerSplit, RunOptions run = {}) {
+                               int ids_per_split = gpu::kDefaultIdsPerSplit) {
   const gpu::SparseAttentionDims dims = validate_case(c);
   const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
   gpu::DeviceBuffer<uint16_t> q(bf16_bits_of(c.q)), gate(bf16_bits_of(c.gate));
@@ -124,28 +114,13 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
     a.prefill_num_entries = plan->num_entries();
     a.prefill_rows_per_tile = plan->rows_per_tile;
   }
-  gpu::DeviceBuffer<uint32_t> counters;
-  if (run.merge_counters) {
-    counters = gpu::DeviceBuffer<uint32_t>(gpu::sparse_attention_merge_counters(c.params, dims));
-    counters.zero();
-    a.merge_counters = counters.get();
-    a.merge_counters_count = counters.size();
-  }
-  for (int k = 0; k < run.launches; ++k)
-    gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
+  gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
   QSA_GPU_CHECK(hipDeviceSynchronize());
-  if (run.merge_counters) {  // no arrivals left (the high half counts the launches that merged)
-    const std::vector<uint32_t> left = counters.download();
-    for (size_t i = 0; i < left.size(); ++i)
-      EXPECT_EQ(left[i] & 0xffffu, 0u) << "merge counter " << i << " (row "
-                                       << i / static_cast<size_t>(c.params.kv_heads) << ") holds arrivals after "
-                                       << run.launches << " launches";
-  }
   return {attn.download(), gated.download()};
 }
 
-inline GpuOutputs run_gpu(const AttnCase& c, int ids_per_split = gpu::kDefaultIdsPerSplit, RunOptions run = {}) {
-  return run_gpu_path(c, gpu::AttentionPath::kAuto, nullptr, ids_per_split, run);
+inline GpuOutputs run_gpu(const AttnCase& c, int ids_per_split = gpu::kDefaultIdsPerSplit) {
+  return run_gpu_path(c, gpu::AttentionPath::kAuto, nullptr, ids_per_split);
 }
 
 // What the tolerance of one (row, head) depends on: the attended ids' max

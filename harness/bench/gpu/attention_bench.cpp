@@ -31,11 +31,8 @@ struct DevicePlan {
 // caller_splits: split-K as sparse_attention_ids_per_split chooses it (the
 // step driver's policy: one split above 128 rows, whose workspace would not
 // fit at the default's splits of 8192 rows) instead of the default.
-// merge_counters: give the launch its merge counters (as the step driver
-// does), with which the tensor-core kernel merges its splits itself where it
-// can; without them a second kernel merges (the "/merge_kernel" variants).
 void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dtype, gpu::AttentionPath path,
-                     bool caller_splits = false, bool merge_counters = true) {
+                     bool caller_splits = false) {
   const GpuEnv& env = gpu_env();
   QsaConfig c = bench_config();
   c.kv_dtype = dtype;
@@ -103,9 +100,6 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   const size_t ws_floats =
       path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims, split_ids) : 0;
   workspace.allocate(1, ws_floats);
-  // Zero once: every launch leaves them with no arrivals.
-  gpu::DeviceBuffer<uint32_t> counters(merge_counters ? gpu::sparse_attention_merge_counters(p, dims) : 0);
-  counters.zero();
 
   state.SetLabel(path == gpu::AttentionPath::kPrefill ? "path=prefill" : "path=decode");
   const Timing t = time_launches(state, copies, [&](int k) {
@@ -122,8 +116,6 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
     a.gated = gated.at(k);
     a.workspace = ws_floats > 0 ? workspace.at(0) : nullptr;
     a.workspace_floats = ws_floats;
-    a.merge_counters = counters.get();
-    a.merge_counters_count = counters.size();
     if (path == gpu::AttentionPath::kPrefill) {
       const DevicePlan& plan = plans[static_cast<size_t>(k)];
       a.prefill_tiles = plan.tiles.get();
@@ -138,19 +130,15 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   set_cost_counters(state, t, cost);
   // The splits per row the tensor-core decode kernel took (0 where another
   // kernel ran): what its one-row time depends on (docs/performance.md).
-  // Whether the kernel merged its splits itself (one launch).
-  if (path == gpu::AttentionPath::kDecode) {
+  if (path == gpu::AttentionPath::kDecode)
     state.counters["splits"] = gpu::tensor_core_attention_splits(p, dtype, T, split_ids);
-    state.counters["merged_in_kernel"] =
-        merge_counters && gpu::tensor_core_attention_merges_in_kernel(p, dtype, T, split_ids) ? 1 : 0;
-  }
 }
 
 void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path, const std::string& suffix = "",
-         bool caller_splits = false, bool merge_counters = true) {
+         bool caller_splits = false) {
   register_gpu_benchmark("attention/" + s.name + "/" + dtype_name(dtype) + suffix,
-                         [shape = s.shape, dtype, path, caller_splits, merge_counters](benchmark::State& st) {
-                           guarded(st, [&] { bench_attention(st, shape, dtype, path, caller_splits, merge_counters); });
+                         [shape = s.shape, dtype, path, caller_splits](benchmark::State& st) {
+                           guarded(st, [&] { bench_attention(st, shape, dtype, path, caller_splits); });
                          });
 }
 
@@ -159,12 +147,6 @@ void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path, const std:
 void register_attention_benchmarks() {
   for (const KvDtype d : {KvDtype::kBf16, KvDtype::kFp8})
     for (const NamedShape& s : decode_grid()) add(s, d, gpu::AttentionPath::kDecode);
-  // The small batches, whose splits the kernel merges itself, also with the
-  // merge kernel: what the one-launch merge saves, in the same process.
-  for (const KvDtype d : {KvDtype::kBf16, KvDtype::kFp8})
-    for (const NamedShape& s : decode_grid())
-      if (s.name == "decode/b1/ctx32768" || s.name == "decode/b8/ctx32768")
-        add(s, d, gpu::AttentionPath::kDecode, "/merge_kernel", false, false);
   for (const KvDtype d : {KvDtype::kBf16, KvDtype::kFp8})
     for (const NamedShape& s : prefill_grid(d == KvDtype::kFp8)) add(s, d, gpu::AttentionPath::kPrefill);
   // The decode kernel (the tensor-core one on NVIDIA) on prefill rows, each

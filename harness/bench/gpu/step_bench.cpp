@@ -147,8 +147,6 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
   scratch.allocate(1, std::max<size_t>(1, gpu::select_scratch_floats(sl)));
   const size_t ws_floats = gpu::sparse_attention_workspace_floats(ap, dims);
   workspace.allocate(1, std::max<size_t>(1, ws_floats));
-  gpu::DeviceBuffer<uint32_t> merge_counters(gpu::sparse_attention_merge_counters(ap, dims));
-  merge_counters.zero();  // once: every launch leaves them with no arrivals
 
   // Per set: every intermediate and output of the step after prepare's.
   Slab<float> attn;
@@ -214,8 +212,6 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
     sa.gated = gated.at(k);
     sa.workspace = ws_floats > 0 ? workspace.at(0) : nullptr;
     sa.workspace_floats = ws_floats;
-    sa.merge_counters = merge_counters.get();
-    sa.merge_counters_count = merge_counters.size();
     gpu::launch_sparse_attention(ap, gp, kvp, dims, sa, env.stream, gpu::kDefaultIdsPerSplit,
                                  gpu::AttentionPath::kDecode);
 
