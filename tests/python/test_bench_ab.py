@@ -93,6 +93,19 @@ class BenchAbTest(unittest.TestCase):
         rows2 = {r["benchmark"]: r for r in json.loads(out2.read_text())["benchmarks"]}
         self.assertEqual(rows2["k/b64"]["verdict"], "slower")
 
+    def test_a_significant_but_small_difference_is_not_called(self):
+        a = self.write_runs("a", [{"k": 100.0 + 0.01 * i} for i in range(6)])
+        b = self.write_runs("b", [{"k": 99.5 + 0.01 * i} for i in range(6)])  # -0.5%, every B below every A
+        out = self.tmp / "ab.json"
+        self.assertEqual(self.run_main(["--a", *a, "--b", *b, "--json", str(out)]), 0)
+        row = json.loads(out.read_text())["benchmarks"][0]
+        self.assertAlmostEqual(row["p_value"], 2 / 924)
+        self.assertEqual(row["verdict"], "no detectable change")
+        out2 = self.tmp / "ab2.json"
+        self.assertEqual(self.run_main(["--a", *a, "--b", *b, "--min-change", "0.25", "--json", str(out2)]), 0)
+        self.assertEqual(json.loads(out2.read_text())["benchmarks"][0]["verdict"], "faster")
+        self.assertEqual(self.run_main(["--a", *a, "--b", *b, "--min-change", "-1"]), 2)
+
     def test_four_rounds_cannot_reach_the_default_alpha(self):
         a = self.write_runs("a", [{"k": 10.0 + i} for i in range(4)])
         b = self.write_runs("b", [{"k": 20.0 + i} for i in range(4)])
