@@ -38,8 +38,13 @@ static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step"
 // start on different bank groups. fp8 rows stay fp8 (the warp reads its
 // fragments straight from them, fp8_logits / fp8_pv); their pitches are
 // chosen so that the 8 lanes of each 16-byte load phase hit distinct banks:
-// K rows gq, gq + 1 are 64 bytes apart modulo 128, V rows 2tq, 2tq + 2 are
-// 32 apart. Half the bytes per step leave room for 5 stages (4 steps in
+// K rows gq, gq + 1 are 64 bytes apart modulo 128; a V tile holds its even
+// rows, then its odd rows (v_row), so that rows 2tq (and 2tq + 1) of
+// neighbouring tq are one pitch, 32 (or 96) bytes modulo 128, apart. Every
+// fp8 row starts on a 32-byte boundary: a cp.async whose shared
+// destination sits 16 bytes into a sector is split in two (ncu: the odd V
+// rows of a pitch of D + 16 cost twice the L2 sectors, 24% of the
+// kernel's). Half the bytes per step leave room for 5 stages (4 steps in
 // flight) where bf16 fits 3.
 template <int D, class KvT>
 struct Smem {
@@ -47,9 +52,13 @@ struct Smem {
   static constexpr int kStages = kFp8 ? 5 : 3;                // steps in each warp's ring (kStages - 1 in flight)
   static constexpr int kPitch = D + 8;                        // 16-bit elements per padded Q (and bf16 K, V) row
   static constexpr int kKPitch = kFp8 ? (D % 128 == 64 ? D : D + 64) : kPitch * 2;  // bytes per K row
-  static constexpr int kVPitch = kFp8 ? D + 16 : kPitch * 2;                          // bytes per V row
+  static constexpr int kVPitch = kFp8 ? D + 32 : kPitch * 2;  // bytes from a V row to the next one of its half (fp8)
+  static constexpr int kVHalf = kNT / 2 * kVPitch;              // fp8: the odd rows' offset in a V tile
   static constexpr int kKTileBytes = kNT * kKPitch;
   static constexpr int kStageBytes = kKTileBytes + kNT * kVPitch;  // [K | V]
+  // Row r's offset in a V tile; row0 + i's is v_row(row0) + v_row(i) for
+  // an even row0.
+  __host__ __device__ static constexpr int v_row(int r) { return kFp8 ? (r & 1) * kVHalf + (r >> 1) * kVPitch : r * kVPitch; }
   // Within one warp's region:
   static constexpr int kRing = 0;                             // [stage][K | V] tiles
   static constexpr int kSlots = kRing + kStages * kStageBytes;  // [stage][kNT] int32
@@ -70,6 +79,9 @@ struct Smem {
   static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kStageBytes % 16 == 0 && kKPitch % 16 == 0 &&
                     kVPitch % 16 == 0 && kSlots % 16 == 0,
                 "16-byte aligned regions");
+  static_assert(!kFp8 || (kKPitch % 32 == 0 && kVPitch % 32 == 0 && kKTileBytes % 32 == 0 && kStageBytes % 32 == 0 &&
+                          (kWarp0 + kRing) % 32 == 0 && kWarpBytes % 32 == 0),
+                "fp8 rows start on 32-byte boundaries");
 };
 
 // NVIDIA warps are 32 wide; a literal lets the compiler fold lane arithmetic.
@@ -231,7 +243,7 @@ struct CopyLane {
     k_src = static_cast<const unsigned char*>(a.k_cache) + group_bytes + piece;
     v_minus_k = reinterpret_cast<uint64_t>(a.v_cache) - reinterpret_cast<uint64_t>(a.k_cache);
     k_dst = static_cast<uint32_t>(row * L::kKPitch + piece);
-    v_dst = static_cast<uint32_t>(L::kKTileBytes + row * L::kVPitch + piece);
+    v_dst = static_cast<uint32_t>(L::kKTileBytes + L::v_row(row) + piece);
   }
 };
 
@@ -284,7 +296,7 @@ __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int 
     const unsigned char* k = mad_wide_u32(static_cast<uint32_t>(max(slot, 0)), row_bytes, cl.k_src);
     const auto* v = reinterpret_cast<const unsigned char*>(reinterpret_cast<uint64_t>(k) + cl.v_minus_k);
     cp_async16_unless_negative(d + cl.k_dst + i * L::kKPitch, k, slot);
-    cp_async16_unless_negative(d + cl.v_dst + i * L::kVPitch, v, slot);
+    cp_async16_unless_negative(d + cl.v_dst + L::v_row(i), v, slot);  // (cl.row is even when kCopies > 1)
   }
 }
 
@@ -429,8 +441,8 @@ __device__ void fp8_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const
   using L = Smem<D, uint8_t>;
   constexpr int kB = kFp8VBytes<D>;
   const int lane = lane32(), gq = lane >> 2, tq = lane & 3;
-  const unsigned char* even = v_tile + 2 * tq * L::kVPitch + gq * kB;
-  const unsigned char* odd = even + L::kVPitch;
+  const unsigned char* even = v_tile + L::v_row(2 * tq) + gq * kB;
+  const unsigned char* odd = v_tile + L::v_row(2 * tq + 1) + gq * kB;
 #pragma unroll
   for (int l = 0; l < D / (8 * kB); ++l) {
     uint32_t x[kB / 4], y[kB / 4];
