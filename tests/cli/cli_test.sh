@@ -196,6 +196,8 @@ PY
       expect 2 'exists' "$python" "$src/scripts/plot_one_row_steps.py" --out "$work/steps.png"
       expect 0 'after .bcaa15f.: .*total 12[.]76 us' "$python" "$src/scripts/plot_one_row_timeline.py" --out "$work/timeline.png"
       expect 2 'exists' "$python" "$src/scripts/plot_one_row_timeline.py" --out "$work/timeline.png"
+      expect 0 'call 11: .* median 49[.]28 us over 6 processes' "$python" "$src/scripts/plot_ab_machines.py" --out "$work/machines.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_ab_machines.py" --out "$work/machines.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
