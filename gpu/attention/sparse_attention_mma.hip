@@ -41,11 +41,11 @@ static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step"
 // K rows gq, gq + 1 are 64 bytes apart modulo 128; a V tile holds its even
 // rows, then its odd rows (v_row), so that rows 2tq (and 2tq + 1) of
 // neighbouring tq are one pitch, 32 (or 96) bytes modulo 128, apart. Every
-// fp8 row starts on a 32-byte boundary: a cp.async whose shared
-// destination sits 16 bytes into a sector is split in two (ncu: the odd V
-// rows of a pitch of D + 16 cost twice the L2 sectors, 24% of the
-// kernel's). Half the bytes per step leave room for 5 stages (4 steps in
-// flight) where bf16 fits 3.
+// fp8 row starts on a 32-byte boundary: with a pitch of D + 16 the copies
+// of the odd V rows, whose shared destinations sat 16 bytes into a sector,
+// read twice the L2 sectors (ncu: 24% of the kernel's) and cost 1.9% at 64
+// rows (docs/performance.md, eighth pass). Half the bytes per step leave
+// room for 5 stages (4 steps in flight) where bf16 fits 3.
 template <int D, class KvT>
 struct Smem {
   static constexpr bool kFp8 = sizeof(KvT) == 1;
