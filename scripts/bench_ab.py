@@ -29,21 +29,15 @@ import argparse
 import json
 import math
 import os
-import re
 import statistics
 import sys
 import tempfile
 
-# Google Benchmark appends its run settings to a name ("/iterations:10/manual_time").
-_SETTINGS = re.compile(r"/(?:iterations|repeats|min_time|min_warmup_time|threads):[^/]*|/(?:manual|real|process)_time")
+from compare_bench import base_name  # a name without Google Benchmark's run settings
 
 
 class InputError(Exception):
     pass
-
-
-def base_name(name):
-    return _SETTINGS.sub("", name)
 
 
 def load_runs(paths, side):

@@ -56,7 +56,7 @@ def read_series(name, kind, wanted):
         times = [b["real_time"] for b in data.get("benchmarks", []) if b["name"].startswith(BENCH + "/")]
         out[""] = times
     elif kind == "us":
-        out = {k: v for k, v in data.get("us", {}).get(BENCH, {}).items()}
+        out = data.get("us", {}).get(BENCH, {})
     else:
         for row in data.get("benchmarks", []):
             if row["benchmark"] == BENCH:

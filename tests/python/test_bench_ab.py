@@ -47,7 +47,9 @@ def gbench_json(times):
                             "time_unit": "us"} for n, t in times.items()]}
 
 
-class BenchAbTest(unittest.TestCase):
+class TempDirTest(unittest.TestCase):
+    """A test with a fresh temporary directory, self.tmp."""
+
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.tmp = Path(self.dir.name)
@@ -55,6 +57,8 @@ class BenchAbTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
+
+class BenchAbTest(TempDirTest):
     def write_runs(self, side, runs):
         """One file per process: runs is a list of {name: time}."""
         paths = []
@@ -137,15 +141,8 @@ class BenchAbTest(unittest.TestCase):
         self.assertEqual(kept.read_text(), "the user's table\n")
 
 
-class BenchAbDriverTest(unittest.TestCase):
+class BenchAbDriverTest(TempDirTest):
     """scripts/bench-ab.sh with two stand-in binaries that print Google Benchmark JSON."""
-
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-        self.tmp = Path(self.dir.name)
-
-    def tearDown(self):
-        self.dir.cleanup()
 
     def fake_binary(self, name, time_us):
         p = self.tmp / name
