@@ -34,8 +34,13 @@ static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step"
 // Shared-memory layout for head dim D and cache element KvT: Q once, then
 // per warp its own ring, slots and slot chunk (warps never touch each
 // other's), then the per-warp softmax state for the final merge.
-// bf16 rows are padded by 16 bytes so that the 8 rows an ldmatrix reads
-// start on different bank groups. fp8 rows stay fp8 (the warp reads its
+// Q rows are padded by 16 bytes so that the 8 rows an ldmatrix reads start
+// on different bank groups. bf16 K and V rows are not padded but swizzled
+// (kv_swizzle): the 16-byte chunk c of row r sits at chunk c ^ (r mod 8), so
+// the 8 rows an ldmatrix reads at one chunk still hit 8 bank groups, and
+// every row starts on a 32-byte boundary. With the padded pitch (D + 8
+// elements) the odd rows started 16 bytes into a sector, which for fp8's V
+// rows had cost twice the L2 sectors per copy (below). fp8 rows stay fp8 (the warp reads its
 // fragments straight from them, fp8_logits / fp8_pv); their pitches are
 // chosen so that the 8 lanes of each 16-byte load phase hit distinct banks:
 // K rows gq, gq + 1 are 64 bytes apart modulo 128; a V tile holds its even
@@ -50,9 +55,9 @@ template <int D, class KvT>
 struct Smem {
   static constexpr bool kFp8 = sizeof(KvT) == 1;
   static constexpr int kStages = kFp8 ? 5 : 3;                // steps in each warp's ring (kStages - 1 in flight)
-  static constexpr int kPitch = D + 8;                        // 16-bit elements per padded Q (and bf16 K, V) row
-  static constexpr int kKPitch = kFp8 ? (D % 128 == 64 ? D : D + 64) : kPitch * 2;  // bytes per K row
-  static constexpr int kVPitch = kFp8 ? D + 32 : kPitch * 2;  // bytes from a V row to the next one of its half (fp8)
+  static constexpr int kPitch = D + 8;                        // 16-bit elements per padded Q row
+  static constexpr int kKPitch = kFp8 ? (D % 128 == 64 ? D : D + 64) : D * 2;  // bytes per K row
+  static constexpr int kVPitch = kFp8 ? D + 32 : D * 2;       // bytes from a V row to the next one of its half (fp8)
   static constexpr int kVHalf = kNT / 2 * kVPitch;              // fp8: the odd rows' offset in a V tile
   static constexpr int kKTileBytes = kNT * kKPitch;
   static constexpr int kStageBytes = kKTileBytes + kNT * kVPitch;  // [K | V]
@@ -63,7 +68,7 @@ struct Smem {
   static constexpr int kRing = 0;                             // [stage][K | V] tiles
   static constexpr int kSlots = kRing + kStages * kStageBytes;  // [stage][kNT] int32
   static constexpr int kChunk = kSlots + kStages * kNT * 4;   // [kWarpChunk] int32
-  static constexpr int kWarpBytes = kChunk + kWarpChunk * 4;
+  static constexpr int kWarpBytes = kFp8 ? kChunk + kWarpChunk * 4 : (kChunk + kWarpChunk * 4 + 127) / 128 * 128;
   // Block layout:
   static constexpr int kQ = 0;  // [kM][kPitch] bf16; fp8: f16 A fragments from step 0 on (q_to_scaled_f16)
   static constexpr int kWarp0 = kQ + kM * kPitch * 2;
@@ -82,7 +87,18 @@ struct Smem {
   static_assert(!kFp8 || (kKPitch % 32 == 0 && kVPitch % 32 == 0 && kKTileBytes % 32 == 0 && kStageBytes % 32 == 0 &&
                           (kWarp0 + kRing) % 32 == 0 && kWarpBytes % 32 == 0),
                 "fp8 rows start on 32-byte boundaries");
+  // The swizzle permutes the chunks within each 128-byte run of a row: rows
+  // and tiles must start on 128-byte boundaries, so that XOR-ing an
+  // address's bits 4-6 is the same as XOR-ing its offset in the tile's row.
+  static_assert(kFp8 || (kKPitch % 128 == 0 && kKTileBytes % 128 == 0 && kStageBytes % 128 == 0 &&
+                         (kWarp0 + kRing) % 128 == 0 && kWarpBytes % 128 == 0),
+                "bf16 K and V rows start on 128-byte boundaries");
 };
+
+// Where chunk c of a bf16 K or V row r lies: byte (c ^ (r mod 8)) · 16 of
+// the row. As an XOR on bits 4-6 of an address, for tiles on 128-byte
+// boundaries (Smem's static_asserts; the kernel checks the shared base).
+__host__ __device__ constexpr uint32_t kv_swizzle(int r) { return static_cast<uint32_t>(r & 7) << 4; }
 
 // NVIDIA warps are 32 wide; a literal lets the compiler fold lane arithmetic.
 __device__ inline int lane32() { return static_cast<int>(threadIdx.x) & 31; }
@@ -234,16 +250,20 @@ struct CopyLane {
   int row;                     // the first of this lane's kCopies step rows
   const unsigned char* k_src;  // the K cache at this lane's piece of group g
   uint64_t v_minus_k;          // the V cache's address less the K cache's: a row's V piece lies that far from its K
-  uint32_t k_dst, v_dst;       // that piece's offsets in a stage for `row`
+  uint32_t k_dst, v_dst;       // that piece's offsets in a stage for `row` (bf16: swizzled)
   __device__ CopyLane(const KernelArgs& a, int g, int lane) {
     using L = Smem<D, KvT>;
     row = (lane / kPieces) * kCopies;
     const int piece = (lane % kPieces) * 16;
+    // bf16: row + i (i < kCopies, a power of two that divides row) is
+    // row | i, so the swizzle of row + i is kv_swizzle(row) ^ kv_swizzle(i):
+    // the first part goes in here, the second is issue_step's per-row XOR.
+    const uint32_t dst_piece = L::kFp8 ? piece : piece ^ kv_swizzle(row);
     const int64_t group_bytes = static_cast<int64_t>(g) * D * static_cast<int>(sizeof(KvT));
     k_src = static_cast<const unsigned char*>(a.k_cache) + group_bytes + piece;
     v_minus_k = reinterpret_cast<uint64_t>(a.v_cache) - reinterpret_cast<uint64_t>(a.k_cache);
-    k_dst = static_cast<uint32_t>(row * L::kKPitch + piece);
-    v_dst = static_cast<uint32_t>(L::kKTileBytes + L::v_row(row) + piece);
+    k_dst = static_cast<uint32_t>(row * L::kKPitch) + dst_piece;
+    v_dst = static_cast<uint32_t>(L::kKTileBytes + L::v_row(row)) + dst_piece;
   }
 };
 
@@ -295,8 +315,17 @@ __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int 
     const int32_t slot = static_cast<int32_t>(slot_words[i]);
     const unsigned char* k = mad_wide_u32(static_cast<uint32_t>(max(slot, 0)), row_bytes, cl.k_src);
     const auto* v = reinterpret_cast<const unsigned char*>(reinterpret_cast<uint64_t>(k) + cl.v_minus_k);
-    cp_async16_unless_negative(d + cl.k_dst + i * L::kKPitch, k, slot);
-    cp_async16_unless_negative(d + cl.v_dst + L::v_row(i), v, slot);  // (cl.row is even when kCopies > 1)
+    if constexpr (L::kFp8) {
+      cp_async16_unless_negative(d + cl.k_dst + i * L::kKPitch, k, slot);
+      cp_async16_unless_negative(d + cl.v_dst + L::v_row(i), v, slot);  // (cl.row is even when kCopies > 1)
+    } else {
+      // One XOR per row (none for i = 0) swizzles both of its pieces: d and
+      // the rows' starts are on 128-byte boundaries, and V's row lies
+      // kKTileBytes after K's.
+      const uint32_t k_piece = (d + cl.k_dst) ^ kv_swizzle(i);
+      cp_async16_unless_negative(k_piece + i * L::kKPitch, k, slot);
+      cp_async16_unless_negative(k_piece + L::kKTileBytes + i * L::kVPitch, v, slot);
+    }
   }
 }
 
@@ -361,6 +390,21 @@ __device__ inline uint32_t p_f16x2(float lo, float hi) {
   return f32x2_to_f16x2(bf16_lo(b), bf16_hi(b));
 }
 
+// A lane's ldmatrix row offsets in a swizzled bf16 K or V tile. For K
+// (non-transposed: the b0, b1 of two k16 slices) and for V (transposed: the
+// b0 of four n8 tiles of dims) alike, lane l gives row r = l & 7 at chunk
+// 4kp + j, j = l >> 3, in the kp-th 64-byte column group. Swizzled, that
+// chunk is (4kp + j) ^ r = 4 (kp ^ (r >> 2)) + (j ^ (r & 3)): the offset is
+// kp · 64 plus a lane constant that differs between even and odd kp (by
+// twice (r >> 2) · 64), so the loops keep immediate offsets from two bases.
+template <int D>
+__device__ inline void kv_lane_offsets(int lane, uint32_t (&off)[2]) {
+  const int r = lane & 7, j = lane >> 3;
+  const int base = r * D * 2 + ((j ^ (r & 3)) << 4);
+  off[0] = static_cast<uint32_t>(base + (r >> 2) * 64);
+  off[1] = static_cast<uint32_t>(base - (r >> 2) * 64);
+}
+
 // S[16 heads, 8 ids] = Q K^T for a bf16 cache (Q and K through ldmatrix),
 // as kChains independent mma chains (k16 slice j in chain j mod kChains)
 // that the caller adds: one chain of D/16 dependent mmas would be the
@@ -368,12 +412,14 @@ __device__ inline uint32_t p_f16x2(float lo, float hi) {
 // latencies are what it waits on (ncu: "wait" the top stall at 64 rows).
 constexpr int kChains = 4;
 
+// The K (and V) tiles are swizzled: kv_lane_offsets gives this lane's two
+// row addresses, one for the even 64-byte column groups kp, one for the odd.
 template <int D>
-__device__ void bf16_logits(float (&sc)[kChains][4], uint32_t q_lane, uint32_t k_lane) {
+__device__ void bf16_logits(float (&sc)[kChains][4], uint32_t q_lane, const uint32_t (&k_lane)[2]) {
 #pragma unroll
   for (int kp = 0; kp < D / 32; ++kp) {
     uint32_t b[4];
-    ldmatrix_x4(b, k_lane + kp * 64);
+    ldmatrix_x4(b, k_lane[kp & 1] + kp * 64);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       uint32_t qa[4];
@@ -416,11 +462,11 @@ __device__ void fp8_logits(float (&sc)[kChains][4], const uint4* q_frag, const u
 
 // O[16 heads, D] += P V for a bf16 cache, V through ldmatrix.trans.
 template <int D>
-__device__ void bf16_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, uint32_t v_lane) {
+__device__ void bf16_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const uint32_t (&v_lane)[2]) {
 #pragma unroll
   for (int np = 0; np < D / 32; ++np) {
     uint32_t b[4];
-    ldmatrix_x4_trans(b, v_lane + np * 64);
+    ldmatrix_x4_trans(b, v_lane[np & 1] + np * 64);
 #pragma unroll
     for (int j = 0; j < 4; ++j) mma_bf16_k8(acc[4 * np + j], pa0, pa1, b[j]);
   }
@@ -514,7 +560,14 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   constexpr int kPitch = L::kPitch;
   constexpr int kStages = L::kStages;
   constexpr int kDimTiles = D / 8;  // n8 tiles of the output row
-  extern __shared__ __align__(16) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem[];
+  // The bf16 swizzle is an XOR on address bits (kv_swizzle): a shared base
+  // off a 128-byte boundary would scatter rows into their neighbours. The
+  // kernel declares no static shared memory, so its dynamic base is the
+  // window's; this guards the assumption (a launch error, never wrong data).
+  if constexpr (!L::kFp8) {
+    if (smem_addr(smem) % 128 != 0) __trap();
+  }
   uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
   float* stat_m = reinterpret_cast<float*>(smem + L::kStats);  // [kM][kWarps]
   float* stat_l = stat_m + kWarps * kM;
@@ -583,7 +636,8 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   // n8 tiles of dims.
   const uint32_t q_lane =
       smem_addr(q_s) + (((lane & 7) + ((lane >> 3) & 1) * 8) * kPitch + (lane >> 4) * 8) * 2;
-  const uint32_t kv_lane_off = ((lane & 7) * kPitch + (lane >> 3) * 8) * 2;
+  uint32_t kv_lane_off[2];  // bf16: even and odd column groups (bf16_logits)
+  kv_lane_offsets<D>(lane, kv_lane_off);
 
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // head rows gq and gq + 8
   float q_row_scale[2] = {1.0f, 1.0f};                            // the same rows' 2^s (fp8 only)
@@ -632,7 +686,8 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     if constexpr (L::kFp8) {
       fp8_logits<D, kFnuz>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
     } else {
-      bf16_logits<D>(sc, q_lane, kt + kv_lane_off);
+      const uint32_t k_lane[2] = {kt + kv_lane_off[0], kt + kv_lane_off[1]};
+      bf16_logits<D>(sc, q_lane, k_lane);
     }
     const int32_t* slots = reinterpret_cast<const int32_t*>(wsm + L::kSlots) + stage * kNT;
     float s4[4];
@@ -669,7 +724,8 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
       const unsigned char* v_tile = k_tile + L::kKTileBytes;
       fp8_pv<D, kFnuz>(acc, pa0, pa1, v_tile);
     } else {
-      bf16_pv<D>(acc, p_bf16x2(s4[0], s4[1]), p_bf16x2(s4[2], s4[3]), kt + L::kKTileBytes + kv_lane_off);
+      const uint32_t v_lane[2] = {kt + L::kKTileBytes + kv_lane_off[0], kt + L::kKTileBytes + kv_lane_off[1]};
+      bf16_pv<D>(acc, p_bf16x2(s4[0], s4[1]), p_bf16x2(s4[2], s4[3]), v_lane);
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
