@@ -394,7 +394,8 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     const int cols = sparse_attention_columns(p);
     const int want = tensor_core_attention_splits(p, kv.dtype, dims.num_tokens, ids_per_split);
     const int per = (cols + want - 1) / want;
-    a.ids_per_split = std::max(attn::kMmaTile, (per + attn::kMmaTile - 1) / attn::kMmaTile * attn::kMmaTile);
+    const int step = attn::mma_step_ids(fp8);
+    a.ids_per_split = std::max(step, (per + step - 1) / step * step);
     a.splits = std::max(1, (cols + a.ids_per_split - 1) / a.ids_per_split);
     a.head_chunks = 1;
     set_workspace(a, args, dims, p);

@@ -22,53 +22,69 @@ using namespace sm80;
 
 // Two warps per scheduler: one warp alone stalls on its own dependent mma,
 // shuffle and ldmatrix latencies (measured: 4 warps per SM with 16-id
-// steps reached 68% of the copy bandwidth). Eight warps' rings fit the
-// shared memory only with 8-id steps.
+// steps reached 68% of the copy bandwidth). Eight warps' bf16 rings fit the
+// shared memory only with 8-id steps; fp8 rows, half the bytes, take 16-id
+// steps (Smem::kNT).
 constexpr int kWarps = 8;
 constexpr int kBlock = kWarps * 32;
-constexpr int kNT = kMmaTile;     // ids per warp step
 constexpr int kM = 16;            // query heads per block, padded to the mma's rows
 constexpr int kWarpChunk = 256;   // ids whose slots a warp resolves together (8 per lane)
-static_assert(kNT == 8, "the S tile is one n8 tile; PV is one k8 slice per step");
 
 // Shared-memory layout for head dim D and cache element KvT: Q once, then
 // per warp its own ring, slots and slot chunk (warps never touch each
 // other's), then the per-warp softmax state for the final merge.
 // Q rows are padded by 16 bytes so that the 8 rows an ldmatrix reads start
-// on different bank groups. bf16 K and V rows are not padded but swizzled
-// (kv_swizzle): the 16-byte chunk c of row r sits at chunk c ^ (r mod 8), so
-// the 8 rows an ldmatrix reads at one chunk still hit 8 bank groups, and
-// every row starts on a 32-byte boundary. With the padded pitch (D + 8
-// elements) the odd rows started 16 bytes into a sector, which for fp8's V
-// rows had cost twice the L2 sectors per copy (below). fp8 rows stay fp8 (the warp reads its
-// fragments straight from them, fp8_logits / fp8_pv); their pitches are
-// chosen so that the 8 lanes of each 16-byte load phase hit distinct banks:
-// K rows gq, gq + 1 are 64 bytes apart modulo 128; a V tile holds its even
-// rows, then its odd rows (v_row), so that rows 2tq (and 2tq + 1) of
-// neighbouring tq are one pitch, 32 (or 96) bytes modulo 128, apart. Every
-// fp8 row starts on a 32-byte boundary: with a pitch of D + 16 the copies
-// of the odd V rows, whose shared destinations sat 16 bytes into a sector,
-// read twice the L2 sectors (ncu: 24% of the kernel's) and cost 1.9% at 64
-// rows (docs/performance.md, eighth pass). Half the bytes per step leave
-// room for 5 stages (4 steps in flight) where bf16 fits 3.
+// on different bank groups. K and V rows are not padded but swizzled: the
+// 16-byte pieces of a row are permuted within each 128-byte run by an XOR
+// of their offset with k_swizzle(r) (v_swizzle(r)), so that every row
+// starts on a 32-byte boundary and the 8 lanes of each shared-memory load
+// phase still hit 8 bank groups:
+//   bf16 (ldmatrix: 8 rows at one piece): piece c of row r at c ^ (r mod 8);
+//   fp8 K (row gq, pieces 4c + tq; a phase is gq in {2p, 2p + 1}): the odd
+//     rows swap the 64-byte halves of each run;
+//   fp8 V (rows 2tq + {0, 1, 8, 9}, piece gq (+ 8l); a phase is gq in
+//     {2p, 2p + 1}): row r XORs bits 5-6 with (r / 2) mod 4.
+// Padded rows (the earlier layout: D + 8 bf16 elements; fp8 V at D + 16
+// bytes) put odd rows 16 bytes into a sector, and such a copy read twice
+// the L2 sectors (ncu; docs/performance.md, eighth and ninth passes). fp8
+// with D = 64 keeps a padded layout, one that is sector-aligned (K rows of
+// 64 bytes; a V tile holds its even rows, then its odd rows, at a pitch of
+// D + 32), because its rows are too short for the fp8 swizzles. fp8 rows
+// stay fp8: the warp reads its fragments straight from them (fp8_logits,
+// fp8_pv). Unpadded 16-id fp8 steps fit 3 stages, as 8-id bf16 steps do:
+// 2 steps in flight, 16 or 32 ids.
 template <int D, class KvT>
 struct Smem {
   static constexpr bool kFp8 = sizeof(KvT) == 1;
-  static constexpr int kStages = kFp8 ? 5 : 3;                // steps in each warp's ring (kStages - 1 in flight)
+  static constexpr bool kSwizzled = !kFp8 || D % 128 == 0;    // else fp8 with D = 64: padded, unswizzled
+  static constexpr int kNT = kFp8 ? 16 : 8;                   // ids per warp step: n8 tiles of S, k of the PV mma
+  static constexpr int kTiles = kNT / 8;
+  static constexpr int kStages = 3;                           // steps in each warp's ring (kStages - 1 in flight)
   static constexpr int kPitch = D + 8;                        // 16-bit elements per padded Q row
-  static constexpr int kKPitch = kFp8 ? (D % 128 == 64 ? D : D + 64) : D * 2;  // bytes per K row
-  static constexpr int kVPitch = kFp8 ? D + 32 : D * 2;       // bytes from a V row to the next one of its half (fp8)
-  static constexpr int kVHalf = kNT / 2 * kVPitch;              // fp8: the odd rows' offset in a V tile
+  static constexpr int kKPitch = D * static_cast<int>(sizeof(KvT));             // bytes per K row
+  static constexpr int kVPitch = kSwizzled ? kKPitch : D + 32;  // bytes from a V row to the next one (of its half)
+  static constexpr int kVHalf = kSwizzled ? 0 : kNT / 2 * kVPitch;  // fp8, D = 64: the odd rows' offset in a V tile
   static constexpr int kKTileBytes = kNT * kKPitch;
   static constexpr int kStageBytes = kKTileBytes + kNT * kVPitch;  // [K | V]
   // Row r's offset in a V tile; row0 + i's is v_row(row0) + v_row(i) for
   // an even row0.
-  __host__ __device__ static constexpr int v_row(int r) { return kFp8 ? (r & 1) * kVHalf + (r >> 1) * kVPitch : r * kVPitch; }
+  __host__ __device__ static constexpr int v_row(int r) {
+    return kSwizzled ? r * kVPitch : (r & 1) * kVHalf + (r >> 1) * kVPitch;
+  }
+  // The XOR on a byte offset within row r (bits 4-6; 0 when unswizzled).
+  // For row0 a multiple of a power of two n <= 8 and i < n, the swizzle of
+  // row0 + i is swizzle(row0) ^ swizzle(i) (CopyLane relies on it).
+  __host__ __device__ static constexpr uint32_t k_swizzle(int r) {
+    return !kSwizzled ? 0u : kFp8 ? static_cast<uint32_t>(r & 1) << 6 : static_cast<uint32_t>(r & 7) << 4;
+  }
+  __host__ __device__ static constexpr uint32_t v_swizzle(int r) {
+    return !kSwizzled ? 0u : kFp8 ? static_cast<uint32_t>((r >> 1) & 3) << 5 : static_cast<uint32_t>(r & 7) << 4;
+  }
   // Within one warp's region:
   static constexpr int kRing = 0;                             // [stage][K | V] tiles
   static constexpr int kSlots = kRing + kStages * kStageBytes;  // [stage][kNT] int32
   static constexpr int kChunk = kSlots + kStages * kNT * 4;   // [kWarpChunk] int32
-  static constexpr int kWarpBytes = kFp8 ? kChunk + kWarpChunk * 4 : (kChunk + kWarpChunk * 4 + 127) / 128 * 128;
+  static constexpr int kWarpBytes = (kChunk + kWarpChunk * 4 + 127) / 128 * 128;
   // Block layout:
   static constexpr int kQ = 0;  // [kM][kPitch] bf16; fp8: f16 A fragments from step 0 on (q_to_scaled_f16)
   static constexpr int kWarp0 = kQ + kM * kPitch * 2;
@@ -84,21 +100,18 @@ struct Smem {
   static_assert(kWarp0 % 16 == 0 && kWarpBytes % 16 == 0 && kStageBytes % 16 == 0 && kKPitch % 16 == 0 &&
                     kVPitch % 16 == 0 && kSlots % 16 == 0,
                 "16-byte aligned regions");
-  static_assert(!kFp8 || (kKPitch % 32 == 0 && kVPitch % 32 == 0 && kKTileBytes % 32 == 0 && kStageBytes % 32 == 0 &&
-                          (kWarp0 + kRing) % 32 == 0 && kWarpBytes % 32 == 0),
-                "fp8 rows start on 32-byte boundaries");
-  // The swizzle permutes the chunks within each 128-byte run of a row: rows
-  // and tiles must start on 128-byte boundaries, so that XOR-ing an
-  // address's bits 4-6 is the same as XOR-ing its offset in the tile's row.
-  static_assert(kFp8 || (kKPitch % 128 == 0 && kKTileBytes % 128 == 0 && kStageBytes % 128 == 0 &&
-                         (kWarp0 + kRing) % 128 == 0 && kWarpBytes % 128 == 0),
-                "bf16 K and V rows start on 128-byte boundaries");
+  static_assert(kKPitch % 32 == 0 && kVPitch % 32 == 0 && kVHalf % 32 == 0 && kKTileBytes % 32 == 0 &&
+                    kStageBytes % 32 == 0 && (kWarp0 + kRing) % 32 == 0 && kWarpBytes % 32 == 0,
+                "rows start on 32-byte boundaries");
+  // A swizzle permutes the pieces within each 128-byte run of a row: rows
+  // and tiles start on 128-byte boundaries, so that XOR-ing an address's
+  // bits 4-6 is the same as XOR-ing its offset in the row (the kernel
+  // checks that the shared base is on one too).
+  static_assert(!kSwizzled || (kKPitch % 128 == 0 && kKTileBytes % 128 == 0 && kStageBytes % 128 == 0 &&
+                               (kWarp0 + kRing) % 128 == 0 && kWarpBytes % 128 == 0),
+                "swizzled K and V rows start on 128-byte boundaries");
+  static_assert(kFp8 || kSwizzled, "bf16 rows are always swizzled");
 };
-
-// Where chunk c of a bf16 K or V row r lies: byte (c ^ (r mod 8)) · 16 of
-// the row. As an XOR on bits 4-6 of an address, for tiles on 128-byte
-// boundaries (Smem's static_asserts; the kernel checks the shared base).
-__host__ __device__ constexpr uint32_t kv_swizzle(int r) { return static_cast<uint32_t>(r & 7) << 4; }
 
 // NVIDIA warps are 32 wide; a literal lets the compiler fold lane arithmetic.
 __device__ inline int lane32() { return static_cast<int>(threadIdx.x) & 31; }
@@ -244,26 +257,24 @@ template <int D, class KvT>
 struct CopyLane {
   static constexpr int kPieces = D * static_cast<int>(sizeof(KvT)) / 16;  // 16-byte pieces per K (or V) row
   static constexpr int kRowsPerCopy = 32 / kPieces;                       // rows one instruction covers
-  static constexpr int kCopies = kNT / kRowsPerCopy;                      // rows per lane and step
-  static_assert(32 % kPieces == 0 && kNT % kRowsPerCopy == 0, "a row's pieces tile the warp");
+  static constexpr int kCopies = Smem<D, KvT>::kNT / kRowsPerCopy;        // rows per lane and step
+  static_assert(32 % kPieces == 0 && Smem<D, KvT>::kNT % kRowsPerCopy == 0, "a row's pieces tile the warp");
   static_assert(kCopies == 1 || kCopies == 2 || kCopies == 4 || kCopies == 8, "slots load as one or two vectors");
   int row;                     // the first of this lane's kCopies step rows
   const unsigned char* k_src;  // the K cache at this lane's piece of group g
   uint64_t v_minus_k;          // the V cache's address less the K cache's: a row's V piece lies that far from its K
-  uint32_t k_dst, v_dst;       // that piece's offsets in a stage for `row` (bf16: swizzled)
+  uint32_t k_dst, v_dst;       // that piece's offsets in a stage for `row`, swizzled
   __device__ CopyLane(const KernelArgs& a, int g, int lane) {
     using L = Smem<D, KvT>;
     row = (lane / kPieces) * kCopies;
-    const int piece = (lane % kPieces) * 16;
-    // bf16: row + i (i < kCopies, a power of two that divides row) is
-    // row | i, so the swizzle of row + i is kv_swizzle(row) ^ kv_swizzle(i):
+    const uint32_t piece = (lane % kPieces) * 16;
+    // Row row + i (i < kCopies) is swizzled by swizzle(row) ^ swizzle(i):
     // the first part goes in here, the second is issue_step's per-row XOR.
-    const uint32_t dst_piece = L::kFp8 ? piece : piece ^ kv_swizzle(row);
     const int64_t group_bytes = static_cast<int64_t>(g) * D * static_cast<int>(sizeof(KvT));
     k_src = static_cast<const unsigned char*>(a.k_cache) + group_bytes + piece;
     v_minus_k = reinterpret_cast<uint64_t>(a.v_cache) - reinterpret_cast<uint64_t>(a.k_cache);
-    k_dst = static_cast<uint32_t>(row * L::kKPitch) + dst_piece;
-    v_dst = static_cast<uint32_t>(L::kKTileBytes + L::v_row(row)) + dst_piece;
+    k_dst = static_cast<uint32_t>(row * L::kKPitch) + (piece ^ L::k_swizzle(row));
+    v_dst = static_cast<uint32_t>(L::kKTileBytes + L::v_row(row)) + (piece ^ L::v_swizzle(row));
   }
 };
 
@@ -300,8 +311,8 @@ __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int 
   using L = Smem<D, KvT>;
   using C = CopyLane<D, KvT>;
   const int lane = lane32();
-  const int32_t* chunk = reinterpret_cast<const int32_t*>(wsm + L::kChunk) + (t * kNT) % kWarpChunk;
-  if (lane < kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * kNT + lane] = chunk[lane];
+  const int32_t* chunk = reinterpret_cast<const int32_t*>(wsm + L::kChunk) + (t * L::kNT) % kWarpChunk;
+  if (lane < L::kNT) reinterpret_cast<int32_t*>(wsm + L::kSlots)[stage * L::kNT + lane] = chunk[lane];
   uint32_t slot_words[C::kCopies];
   load_words<4 * C::kCopies>(chunk + cl.row, slot_words);
   // A row's K address from one 32 x 32 -> 64-bit multiply-add (the
@@ -315,17 +326,13 @@ __device__ void issue_step(const KernelArgs& a, const CopyLane<D, KvT>& cl, int 
     const int32_t slot = static_cast<int32_t>(slot_words[i]);
     const unsigned char* k = mad_wide_u32(static_cast<uint32_t>(max(slot, 0)), row_bytes, cl.k_src);
     const auto* v = reinterpret_cast<const unsigned char*>(reinterpret_cast<uint64_t>(k) + cl.v_minus_k);
-    if constexpr (L::kFp8) {
-      cp_async16_unless_negative(d + cl.k_dst + i * L::kKPitch, k, slot);
-      cp_async16_unless_negative(d + cl.v_dst + L::v_row(i), v, slot);  // (cl.row is even when kCopies > 1)
-    } else {
-      // One XOR per row (none for i = 0) swizzles both of its pieces: d and
-      // the rows' starts are on 128-byte boundaries, and V's row lies
-      // kKTileBytes after K's.
-      const uint32_t k_piece = (d + cl.k_dst) ^ kv_swizzle(i);
-      cp_async16_unless_negative(k_piece + i * L::kKPitch, k, slot);
-      cp_async16_unless_negative(k_piece + L::kKTileBytes + i * L::kVPitch, v, slot);
-    }
+    // One XOR per row and tensor (none where the swizzle of i is 0): d and
+    // the rows' starts are on 128-byte boundaries. bf16's V rows lie
+    // kKTileBytes after its K rows, with the same swizzle: one XOR for both.
+    const uint32_t k_at = (d + cl.k_dst) ^ L::k_swizzle(i);
+    const uint32_t v_at = L::kFp8 ? (d + cl.v_dst) ^ L::v_swizzle(i) : k_at + L::kKTileBytes;
+    cp_async16_unless_negative(k_at + i * L::kKPitch, k, slot);
+    cp_async16_unless_negative(v_at + L::v_row(i), v, slot);  // (cl.row is even when kCopies > 1)
   }
 }
 
@@ -347,15 +354,19 @@ constexpr float kLog2e = 1.4426950408889634f;
 // final (m, l, O) are consistent for any m, so the merges are unchanged.
 constexpr float kLazyMax = 5.545177444479562f;
 
-// Online softmax of one head row over the step's 2 logits this lane holds
-// (the row's other 6 sit in the 3 lanes of the same quad): updates m and l,
+// Online softmax of one head row over the step's N logits this lane holds
+// (2 per n8 tile; the tile's other 6 sit in the 3 lanes of the same quad):
+// updates m and l,
 // turns the logits into unrounded weights exp(s - m) (the caller rounds
 // them to bf16 as it packs the PV operand) and returns alpha =
 // exp(m_old - m_new). Same rules as tile_softmax: -inf logits give P = 0,
 // fmaxf skips NaN in the max, l sums the unrounded weights. With no finite
 // logit yet, m stays -inf and every weight is 0.
-__device__ inline float softmax_row(float& s0, float& s1, float& m, float& l) {
-  float mx = fmaxf(s0, s1);
+template <int N>
+__device__ inline float softmax_row(float (&s)[N], float& m, float& l) {
+  float mx = s[0];
+#pragma unroll
+  for (int i = 1; i < N; ++i) mx = fmaxf(mx, s[i]);
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   const bool move = mx > m + kLazyMax;  // false while mx = -inf (and for NaN)
@@ -366,8 +377,8 @@ __device__ inline float softmax_row(float& s0, float& s1, float& m, float& l) {
     x = exp2_approx((x - m_sub) * kLog2e);
     sum += x;
   };
-  weight(s0);
-  weight(s1);
+#pragma unroll
+  for (int i = 0; i < N; ++i) weight(s[i]);
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
   const float alpha = move ? exp2_approx((m - m_new) * kLog2e) : 1.0f;  // m = -inf: 0 (l and O are 0 anyway)
@@ -441,21 +452,43 @@ __device__ void bf16_logits(float (&sc)[kChains][4], uint32_t q_lane, const uint
 // were laid out by q_to_scaled_f16 as [slice][lane][a0 a1 a2 a3]: one
 // 16-byte load each, already in the four consecutive registers the mma
 // takes (Q rows gq and gq + 8 loaded apart cost 4 register moves per mma,
-// a tenth of the step's instructions, ncu).
-template <int D, bool kFnuz>
-__device__ void fp8_logits(float (&sc)[kChains][4], const uint4* q_frag, const unsigned char* k_tile) {
+// a tenth of the step's instructions, ncu). A step's 16 ids are two n8
+// tiles of S (rows gq and gq + 8 of the K tile) that share each Q
+// fragment: half the Q loads per id of an 8-id step. Each tile's slices
+// alternate between two chains: four independent chains in all.
+//
+// k_lane: this lane's byte offsets of row gq's piece 4c + tq in a K tile,
+// for even and odd c (fp8_k_lane_offsets; the swizzle moves odd rows' pieces
+// by 64 bytes, one way for even c, the other for odd).
+template <int D>
+__device__ inline void fp8_k_lane_offsets(int lane, uint32_t (&off)[2]) {
   using L = Smem<D, uint8_t>;
-  const int lane = lane32(), gq = lane >> 2, tq = lane & 3;
-  const unsigned char* k_row = k_tile + gq * L::kKPitch + 16 * tq;
+  const int gq = lane >> 2, tq = lane & 3;
+  const uint32_t base = static_cast<uint32_t>(gq * L::kKPitch + 16 * tq);
+  const uint32_t sw = L::k_swizzle(gq);  // 0 or 64
+  off[0] = base + sw;
+  off[1] = base - sw;
+}
+
+template <int D, bool kFnuz>
+__device__ void fp8_logits(float (&sc)[2][2][4], const uint4* q_frag, const unsigned char* k_tile,
+                           const uint32_t (&k_lane)[2]) {
+  using L = Smem<D, uint8_t>;
+  static_assert(L::kTiles == 2, "two n8 tiles per step");
+  const int lane = lane32();
 #pragma unroll
   for (int c = 0; c < D / 64; ++c) {
-    const uint4 k = *reinterpret_cast<const uint4*>(k_row + 64 * c);
-    const uint32_t kw[4] = {k.x, k.y, k.z, k.w};
+    const unsigned char* k_row = k_tile + k_lane[c & 1] + 64 * c;  // row gq; gq + 8 is 8 rows on, same swizzle
+    const uint4 k0 = *reinterpret_cast<const uint4*>(k_row);
+    const uint4 k1 = *reinterpret_cast<const uint4*>(k_row + 8 * L::kKPitch);
+    const uint32_t kw[2][4] = {{k0.x, k0.y, k0.z, k0.w}, {k1.x, k1.y, k1.z, k1.w}};
 #pragma unroll
     for (int sl = 0; sl < 4; ++sl) {
       const uint4 q = q_frag[(4 * c + sl) * 32 + lane];
       const uint32_t qa[4] = {q.x, q.y, q.z, q.w};
-      mma_f16(sc[sl % kChains], qa, fp8_pair_to_f16<kFnuz>(kw[sl]), fp8_high_pair_to_f16<kFnuz>(kw[sl]));
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+        mma_f16(sc[t][sl & 1], qa, fp8_pair_to_f16<kFnuz>(kw[t][sl]), fp8_high_pair_to_f16<kFnuz>(kw[t][sl]));
     }
   }
 }
@@ -472,37 +505,50 @@ __device__ void bf16_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, cons
   }
 }
 
-// The same for an fp8 cache. A B register holds two ids of one dim, and an
-// fp8 tile is [id][dim]: lane (gq, tq) loads rows 2tq and 2tq + 1 at the
-// same kFp8VBytes dims and pairs their codes byte by byte (two byte
-// permutes per 4 dims). Which dim each output column holds is free: lane gq
-// supplies dims l·8B + gq·B + r (r < B = kFp8VBytes, l < D / 8B) as column
-// gq of tile l·B + r, so accumulator c0 of tile u = l·B + r is dim
-// l·8B + 2tq·B + r and c1 is B dims further (the epilogue's fp8 store).
+// The same for an fp8 cache, one k16 mma per n8 tile of dims for the
+// step's 16 ids. A B register holds two ids of one dim, and an fp8 tile is
+// [id][dim]: lane (gq, tq) loads rows 2tq, 2tq + 1 (b0) and 2tq + 8,
+// 2tq + 9 (b1) at the same kFp8VBytes dims and pairs their codes byte by
+// byte (two byte permutes per 4 dims and row pair). Which dim each output
+// column holds is free: lane gq supplies dims l·8B + gq·B + r (r < B =
+// kFp8VBytes, l < D / 8B) as column gq of tile l·B + r, so accumulator c0
+// of tile u = l·B + r is dim l·8B + 2tq·B + r and c1 is B dims further (the
+// epilogue's fp8 store). v_lane (fp8_v_lane_offset): this lane's bytes of
+// row 2tq; rows 2tq + 1, + 8, + 9 lie v_row(1), v_row(8), v_row(9) further
+// with the same swizzle.
 template <int D>
 inline constexpr int kFp8VBytes = D >= 128 ? 16 : 8;
 
-template <int D, bool kFnuz>
-__device__ void fp8_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const unsigned char* v_tile) {
+template <int D>
+__device__ inline uint32_t fp8_v_lane_offset(int lane) {
   using L = Smem<D, uint8_t>;
+  const int gq = lane >> 2, tq = lane & 3;
+  return static_cast<uint32_t>(L::v_row(2 * tq)) + ((gq * kFp8VBytes<D>) ^ L::v_swizzle(2 * tq));
+}
+
+template <int D, bool kFnuz>
+__device__ void fp8_pv(float (&acc)[D / 8][4], const uint32_t (&pa)[4], const unsigned char* v_lane) {
+  using L = Smem<D, uint8_t>;
+  static_assert(L::kNT == 16, "one k16 slice of ids per step");
   constexpr int kB = kFp8VBytes<D>;
-  const int lane = lane32(), gq = lane >> 2, tq = lane & 3;
-  const unsigned char* even = v_tile + L::v_row(2 * tq) + gq * kB;
-  const unsigned char* odd = v_tile + L::v_row(2 * tq + 1) + gq * kB;
 #pragma unroll
   for (int l = 0; l < D / (8 * kB); ++l) {
-    uint32_t x[kB / 4], y[kB / 4];
-    load_words<kB>(even + 8 * kB * l, x);
-    load_words<kB>(odd + 8 * kB * l, y);
+    uint32_t x[kB / 4], y[kB / 4], z[kB / 4], w[kB / 4];
+    load_words<kB>(v_lane + 8 * kB * l, x);
+    load_words<kB>(v_lane + L::v_row(1) + 8 * kB * l, y);
+    load_words<kB>(v_lane + L::v_row(8) + 8 * kB * l, z);
+    load_words<kB>(v_lane + L::v_row(9) + 8 * kB * l, w);
 #pragma unroll
     for (int i = 0; i < kB / 4; ++i) {
-      const uint32_t lo = __byte_perm(x[i], y[i], 0x5140);  // x.b0 y.b0 x.b1 y.b1
+      const uint32_t lo = __byte_perm(x[i], y[i], 0x5140);  // x.b0 y.b0 x.b1 y.b1: ids 2tq, 2tq + 1
       const uint32_t hi = __byte_perm(x[i], y[i], 0x7362);  // x.b2 y.b2 x.b3 y.b3
+      const uint32_t lo8 = __byte_perm(z[i], w[i], 0x5140);  // the same for ids 2tq + 8, 2tq + 9
+      const uint32_t hi8 = __byte_perm(z[i], w[i], 0x7362);
       const int u = l * kB + 4 * i;
-      mma_f16_k8(acc[u], pa0, pa1, fp8_pair_to_f16<kFnuz>(lo));
-      mma_f16_k8(acc[u + 1], pa0, pa1, fp8_high_pair_to_f16<kFnuz>(lo));
-      mma_f16_k8(acc[u + 2], pa0, pa1, fp8_pair_to_f16<kFnuz>(hi));
-      mma_f16_k8(acc[u + 3], pa0, pa1, fp8_high_pair_to_f16<kFnuz>(hi));
+      mma_f16(acc[u], pa, fp8_pair_to_f16<kFnuz>(lo), fp8_pair_to_f16<kFnuz>(lo8));
+      mma_f16(acc[u + 1], pa, fp8_high_pair_to_f16<kFnuz>(lo), fp8_high_pair_to_f16<kFnuz>(lo8));
+      mma_f16(acc[u + 2], pa, fp8_pair_to_f16<kFnuz>(hi), fp8_pair_to_f16<kFnuz>(hi8));
+      mma_f16(acc[u + 3], pa, fp8_high_pair_to_f16<kFnuz>(hi), fp8_high_pair_to_f16<kFnuz>(hi8));
     }
   }
 }
@@ -515,9 +561,10 @@ __device__ inline int split_size(const KernelArgs& a, int begin) {
   return max(0, min(a.index_width - (a.count_column ? 1 : 0) - begin, a.ids_per_split));
 }
 
+template <int NT>
 __device__ inline int share_start(int len, int w) {
-  const int steps = (len + kNT - 1) / kNT;
-  return min(len, (w * steps / kWarps) * kNT);
+  const int steps = (len + NT - 1) / NT;
+  return min(len, (w * steps / kWarps) * NT);
 }
 
 // L2 prefetches of what a block reads first, issued before it waits for
@@ -528,6 +575,7 @@ __device__ inline int share_start(int len, int w) {
 // steers the last two is read through L2 only (no L1 line to go stale) and
 // only chooses addresses, bounds-checked. Measured (docs/performance.md):
 // 8 rows 21.7 -> 21.1 us, 256 rows 320 -> 317 us; one row within noise.
+template <int NT>
 __device__ void prefetch_row_start(const KernelArgs& a) {
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
   const int64_t row = blockIdx.x;
@@ -535,8 +583,8 @@ __device__ void prefetch_row_start(const KernelArgs& a) {
   // The warp's share as the kernel computes it from the split's size.
   const int begin = static_cast<int>(blockIdx.z) * a.ids_per_split;
   const int nominal = split_size(a, begin);
-  const int first = begin + share_start(nominal, warp);
-  const int end = begin + share_start(nominal, warp + 1);
+  const int first = begin + share_start<NT>(nominal, warp);
+  const int end = begin + share_start<NT>(nominal, warp + 1);
   if (lane * 32 < min(end - first, kWarpChunk)) prefetch_l2(ids + first + lane * 32);  // 32 ids per line
   if (warp == 0 && lane == 31 && a.count_column) prefetch_l2(ids + a.index_width - 1);
   if (warp == 1 && a.num_reqs > 0) {
@@ -561,11 +609,11 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   constexpr int kStages = L::kStages;
   constexpr int kDimTiles = D / 8;  // n8 tiles of the output row
   extern __shared__ __align__(128) unsigned char smem[];
-  // The bf16 swizzle is an XOR on address bits (kv_swizzle): a shared base
+  // The swizzles are XORs on address bits (Smem::k_swizzle): a shared base
   // off a 128-byte boundary would scatter rows into their neighbours. The
   // kernel declares no static shared memory, so its dynamic base is the
   // window's; this guards the assumption (a launch error, never wrong data).
-  if constexpr (!L::kFp8) {
+  if constexpr (L::kSwizzled) {
     if (smem_addr(smem) % 128 != 0) __trap();
   }
   uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
@@ -579,7 +627,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   // are resident when the previous kernel ends, and read nothing before it
   // has; they only warm L2 for the row's first dependent loads. The split
   // merge (if any) may then get its blocks ready.
-  prefetch_row_start(a);
+  prefetch_row_start<L::kNT>(a);
   wait_for_primary();
   allow_dependent_launch();
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
@@ -603,21 +651,21 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   // so that a short row still spreads over every warp.
   const int begin = split * a.ids_per_split;
   const int nominal = split_size(a, begin);
-  const bool by_size = a.ids_per_split <= 2 * kWarps * kNT;
+  const bool by_size = a.ids_per_split <= 2 * kWarps * L::kNT;
   const int32_t* row_ids = a.token_idx + row * a.index_width;
   ChunkIds first_ids;
-  int wb = begin + share_start(nominal, warp);
-  int wlim = begin + share_start(nominal, warp + 1);
+  int wb = begin + share_start<L::kNT>(nominal, warp);
+  int wlim = begin + share_start<L::kNT>(nominal, warp + 1);
   if (by_size) load_chunk_ids(row_ids, wb, min(wlim, wb + kWarpChunk), first_ids);
   const SplitColumns s = split_columns(a, row, split);
   const int len = max(0, s.end - s.begin);
   if (!by_size) {
-    wb = begin + share_start(len, warp);
-    wlim = begin + share_start(len, warp + 1);
+    wb = begin + share_start<L::kNT>(len, warp);
+    wlim = begin + share_start<L::kNT>(len, warp + 1);
     load_chunk_ids(row_ids, wb, min(wlim, wb + kWarpChunk), first_ids);
   }
   const int we = max(wb, min(wlim, s.end));
-  const int steps = (we - wb + kNT - 1) / kNT;
+  const int steps = (we - wb + L::kNT - 1) / L::kNT;
 
   // Q (rows past the group's heads zero-filled) goes into shared memory by
   // asynchronous copies in step 0's group: its load overlaps the row's
@@ -636,8 +684,14 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
   // n8 tiles of dims.
   const uint32_t q_lane =
       smem_addr(q_s) + (((lane & 7) + ((lane >> 3) & 1) * 8) * kPitch + (lane >> 4) * 8) * 2;
-  uint32_t kv_lane_off[2];  // bf16: even and odd column groups (bf16_logits)
-  kv_lane_offsets<D>(lane, kv_lane_off);
+  uint32_t kv_lane_off[2];  // even and odd column groups (bf16_logits, fp8_logits)
+  uint32_t fp8_v_off = 0;   // fp8_pv's row 2tq
+  if constexpr (L::kFp8) {
+    fp8_k_lane_offsets<D>(lane, kv_lane_off);
+    fp8_v_off = fp8_v_lane_offset<D>(lane);
+  } else {
+    kv_lane_offsets<D>(lane, kv_lane_off);
+  }
 
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // head rows gq and gq + 8
   float q_row_scale[2] = {1.0f, 1.0f};                            // the same rows' 2^s (fp8 only)
@@ -670,9 +724,9 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     }
     const int next = t + kStages - 1;
     if (next < steps) {
-      if ((next * kNT) % kWarpChunk == 0) {
-        if (next > 0) load_chunk_ids(row_ids, wb + next * kNT, we, first_ids);
-        resolve_chunk(a, s, wb + next * kNT, we, first_ids, reinterpret_cast<int32_t*>(wsm + L::kChunk));
+      if ((next * L::kNT) % kWarpChunk == 0) {
+        if (next > 0) load_chunk_ids(row_ids, wb + next * L::kNT, we, first_ids);
+        resolve_chunk(a, s, wb + next * L::kNT, we, first_ids, reinterpret_cast<int32_t*>(wsm + L::kChunk));
       }
       issue_step<D, KvT>(a, cl, next, fill, wsm, wsm_addr);
     }
@@ -682,29 +736,49 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
     if (t < 0 || t >= steps) continue;
     const uint32_t kt = wsm_addr + L::kRing + stage * L::kStageBytes;  // the step's K tile (V follows it)
     const unsigned char* k_tile = wsm + L::kRing + stage * L::kStageBytes;
-    float sc[kChains][4] = {};
+    // S: kTiles n8 tiles of ids; s4[n][0..1] are head row gq's logits of
+    // ids 8n + 2tq + 0..1, s4[n][2..3] row gq + 8's.
+    constexpr int kTiles = L::kTiles;
+    float s4[kTiles][4];
     if constexpr (L::kFp8) {
-      fp8_logits<D, kFnuz>(sc, reinterpret_cast<const uint4*>(q_s), k_tile);
+      float sc[2][2][4] = {};
+      fp8_logits<D, kFnuz>(sc, reinterpret_cast<const uint4*>(q_s), k_tile, kv_lane_off);
+#pragma unroll
+      for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)  // (q_row_scale undoes the scaling of Q exactly)
+          s4[n][e] = (sc[n][0][e] + sc[n][1][e]) * q_row_scale[e >> 1] * a.k_scale;
     } else {
+      float sc[kChains][4] = {};
       const uint32_t k_lane[2] = {kt + kv_lane_off[0], kt + kv_lane_off[1]};
       bf16_logits<D>(sc, q_lane, k_lane);
-    }
-    const int32_t* slots = reinterpret_cast<const int32_t*>(wsm + L::kSlots) + stage * kNT;
-    float s4[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e)  // (q_row_scale undoes the fp8 path's scaling of Q exactly; 1 for bf16)
-      s4[e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * q_row_scale[e >> 1] * a.k_scale;
+      for (int e = 0; e < 4; ++e)  // (q_row_scale is 1 for bf16)
+        s4[0][e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * q_row_scale[e >> 1] * a.k_scale;
+    }
+    const int32_t* slots = reinterpret_cast<const int32_t*>(wsm + L::kSlots) + stage * L::kNT;
     if (a.round_logits) {  // one uniform branch, not one per logit
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s4[e] = round_bf16(round_bf16(s4[e]) * a.scale);
+      for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s4[n][e] = round_bf16(round_bf16(s4[n][e]) * a.scale);
     } else {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s4[e] *= a.scale;
-    }
+      for (int n = 0; n < kTiles; ++n)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s4[e] = slots[tq * 2 + (e & 1)] >= 0 ? s4[e] : -INFINITY;
-    const float al0 = softmax_row(s4[0], s4[1], m0, l0);
-    const float al1 = softmax_row(s4[2], s4[3], m1, l1);
+        for (int e = 0; e < 4; ++e) s4[n][e] *= a.scale;
+    }
+    float r0[2 * kTiles], r1[2 * kTiles];  // head rows gq and gq + 8, masked
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const bool live = slots[8 * n + tq * 2 + j] >= 0;
+        r0[2 * n + j] = live ? s4[n][j] : -INFINITY;
+        r1[2 * n + j] = live ? s4[n][2 + j] : -INFINITY;
+      }
+    const float al0 = softmax_row(r0, m0, l0);
+    const float al1 = softmax_row(r1, m1, l1);
     // Rescale only when some row's max moved: alpha = 1 is a no-op, so
     // skipping it changes no bit; nor does skipping it at step 0, where
     // every accumulator is still zero.
@@ -717,15 +791,16 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
         acc[i][3] *= al1;
       }
     }
-    // P as the A operand of the k8 mma straight from the S accumulators'
-    // layout.
+    // P as the A operand of the PV mma straight from the S accumulators'
+    // layout: for k8 (bf16) rows gq, gq + 8 of ids 2tq..; for k16 (fp8)
+    // also the same rows of ids 8 + 2tq.. (a2, a3: the second n8 tile).
     if constexpr (L::kFp8) {
-      const uint32_t pa0 = p_f16x2(s4[0], s4[1]), pa1 = p_f16x2(s4[2], s4[3]);
-      const unsigned char* v_tile = k_tile + L::kKTileBytes;
-      fp8_pv<D, kFnuz>(acc, pa0, pa1, v_tile);
+      const uint32_t pa[4] = {p_f16x2(r0[0], r0[1]), p_f16x2(r1[0], r1[1]), p_f16x2(r0[2], r0[3]),
+                              p_f16x2(r1[2], r1[3])};
+      fp8_pv<D, kFnuz>(acc, pa, k_tile + L::kKTileBytes + fp8_v_off);
     } else {
       const uint32_t v_lane[2] = {kt + L::kKTileBytes + kv_lane_off[0], kt + L::kKTileBytes + kv_lane_off[1]};
-      bf16_pv<D>(acc, p_bf16x2(s4[0], s4[1]), p_bf16x2(s4[2], s4[3]), v_lane);
+      bf16_pv<D>(acc, p_bf16x2(r0[0], r0[1]), p_bf16x2(r1[0], r1[1]), v_lane);
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
@@ -891,7 +966,8 @@ int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, boo
   // One wave of blocks: more splits only add merge traffic and tail blocks.
   const int64_t slots = static_cast<int64_t>(device_limits().multiprocessors) * blocks_per_sm_for(head_dim, fp8);
   int64_t want = (slots + pairs / 2) / pairs;  // rounded: 2.06 waves of one-split blocks -> 2 splits
-  const int64_t by_tiles = (cols + kWarps * kMmaTile - 1) / (kWarps * kMmaTile);  // a step for every warp
+  const int step = mma_step_ids(fp8);
+  const int64_t by_tiles = (cols + kWarps * step - 1) / (kWarps * step);  // a step for every warp
   if (want > by_tiles) want = by_tiles;
   if (want > max_splits) want = max_splits;
   return want < 1 ? 1 : static_cast<int>(want);

@@ -7,9 +7,11 @@
 // choice: fp32 logits, online softmax in fp32 with P rounded to bf16, which
 // is exactly the bf16 operand the PV matrix multiply takes. Differences:
 //  - the accumulation order of the dot products (the tensor cores' fp32
-//    sums over 16-element pieces, in four chains added at the end, over a
-//    permutation of the dims for fp8), and of the warps' merge (fused
-//    multiply-adds of each warp's unscaled sums and its factor);
+//    sums over 16-element pieces, in four chains added at the end, two per
+//    n8 tile of ids for fp8, over a permutation of the dims for fp8), of
+//    the PV sums (8 ids per mma for bf16, 16 for fp8), and of the warps'
+//    merge (fused multiply-adds of each warp's unscaled sums and its
+//    factor);
 //  - exp is the special-function unit's 2^x (relative error ~2^-22), and a
 //    row's running max lags (it moves only when a logit passes it by
 //    ln 256), so P is rounded relative to that max, not the newest one:
@@ -24,22 +26,24 @@
 // One block of 8 warps per (row, KV group, split), the group's H/G <= 16
 // query heads padded to the 16 rows of the mma tile. Each warp takes a
 // contiguous eighth of the split's ids and runs FlashAttention-2 style on
-// its own, in steps of 8 ids, with one block barrier at step 0 (Q, copied
-// by the whole block in step 0's group, is then in shared memory) and none
-// after it until the end:
+// its own, in steps of 8 ids (bf16) or 16 (fp8), with one block barrier at
+// step 0 (Q, copied by the whole block in step 0's group, is then in shared
+// memory) and none after it until the end:
 //   load    the warp resolves the slots of its next 256 ids in one batch,
 //           then copies each step's K and V rows (cp.async, 16 bytes per
 //           lane, zero-filled for ids not attended) into its own
-//           shared-memory ring, kStages - 1 steps ahead (3 stages for bf16,
-//           5 for fp8, whose rows stay fp8 in shared memory);
-//   logits S[16 heads, 8 ids] = Q K^T (m16n8k16 in four independent
-//           chains, Q from shared memory; for fp8, K fragments converted
-//           from the fp8 rows in registers);
-//   softmax online, in registers: each head row's 8 logits sit in one
-//           quad of lanes; P rounded to bf16 becomes the A operand of PV
-//           without leaving registers;
-//   PV      O[16 heads, D] += P V (m16n8k8) with V through ldmatrix.trans
-//           (fp8: two rows' codes paired by byte permutes); the
+//           shared-memory ring (rows swizzled, not padded), 2 steps ahead
+//           (3 stages; fp8 rows stay fp8 in shared memory);
+//   logits S[16 heads, 8 or 16 ids] = Q K^T (m16n8k16 in four independent
+//           chains, Q from shared memory; for fp8, two n8 tiles that share
+//           each Q fragment, K fragments converted from the fp8 rows in
+//           registers);
+//   softmax online, in registers: each head row's logits of an n8 tile
+//           sit in one quad of lanes; P rounded to bf16 becomes the A
+//           operand of PV without leaving registers;
+//   PV      O[16 heads, D] += P V (bf16: m16n8k8 with V through
+//           ldmatrix.trans; fp8: m16n8k16, four rows' codes paired by byte
+//           permutes); the
 //           accumulators are rescaled only when a row's (lagging) max moves.
 // At the end the 8 warps' (m, l, O) merge by log-sum-exp in warp order.
 // The fp8 format (OCP or AMD's fnuz) is a template parameter, so the step
@@ -62,7 +66,9 @@
 
 namespace qsa::gpu::attn {
 
-inline constexpr int kMmaTile = 8;  // ids per warp step of the tensor-core kernel
+// Ids per warp step of the tensor-core kernel: 8 for a bf16 cache, 16 for
+// fp8 (whose rows take half the shared memory). Splits are whole steps.
+constexpr int mma_step_ids(bool fp8) { return fp8 ? 16 : 8; }
 
 // Whether this build and these args can take the tensor-core kernel: a CUDA
 // build, head_dim in {64, 128, 256}, H/G <= 16, P rounded to bf16
