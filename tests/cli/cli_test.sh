@@ -198,6 +198,9 @@ PY
       expect 2 'exists' "$python" "$src/scripts/plot_one_row_timeline.py" --out "$work/timeline.png"
       expect 0 'call 11: .* median 49[.]28 us over 6 processes' "$python" "$src/scripts/plot_ab_machines.py" --out "$work/machines.png"
       expect 2 'exists' "$python" "$src/scripts/plot_ab_machines.py" --out "$work/machines.png"
+      expect 0 'call 2: attention/decode/b256/ctx32768/fp8: 1ac718b median 192[.]13 us, a31dfef.* median 169[.]81 us' \
+        "$python" "$src/scripts/plot_ab_changes.py" --out "$work/changes.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_ab_changes.py" --out "$work/changes.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
