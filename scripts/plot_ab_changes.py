@@ -26,6 +26,7 @@ COMPARISONS = [
     ("call 1", "h200-2026-12-01-ab-cbfe6a4-1ac718b.json", "cbfe6a4", "1ac718b: bf16 rows swizzled"),
     ("call 2", "h200-2026-12-01-ab-1ac718b-a31dfef.json", "1ac718b", "a31dfef: fp8 16-id steps"),
     ("call 5", "h200-2026-12-01-split-issue-ab.json", "a31dfef", "K and V issued apart (reverted)"),
+    ("call 7", "h200-2026-12-01-vec-epilogue-ab.json", "a31dfef", "epilogue stores as vectors (reverted)"),
 ]
 
 # (benchmark, floor in us: the cost model's bytes over this pass's ~4215 GB/s copy, target % or None)

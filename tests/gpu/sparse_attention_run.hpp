@@ -62,12 +62,17 @@ inline gpu::SparseAttentionPrefillPlan prefill_plan(const AttnCase& c) {
 }
 
 // Runs the case through `path`; a non-null plan is uploaded and passed in the
-// prefill_* arguments (kAuto without a plan is the decode path).
+// prefill_* arguments (kAuto without a plan is the decode path). With
+// misaligned_io the gate, attn and gated pointers sit one element past their
+// allocations' starts (off the 8- and 16-byte boundaries of vector access).
 inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const gpu::SparseAttentionPrefillPlan* plan,
-                               int ids_per_split = gpu::kDefaultIdsPerSplit) {
+                               int ids_per_split = gpu::kDefaultIdsPerSplit, bool misaligned_io = false) {
   const gpu::SparseAttentionDims dims = validate_case(c);
   const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
-  gpu::DeviceBuffer<uint16_t> q(bf16_bits_of(c.q)), gate(bf16_bits_of(c.gate));
+  const size_t pad = misaligned_io ? 1 : 0;
+  std::vector<uint16_t> gate_bits = bf16_bits_of(c.gate);
+  gate_bits.insert(gate_bits.begin(), pad, uint16_t{0});
+  gpu::DeviceBuffer<uint16_t> q(bf16_bits_of(c.q)), gate(gate_bits);
   gpu::DeviceBuffer<int32_t> idx(c.token_idx.data), t2r(c.layout.token_to_req), lens(c.layout.seq_lens),
       table(c.layout.block_table.data);
   gpu::DeviceBuffer<uint16_t> k16, v16;
@@ -80,8 +85,8 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
     v16 = gpu::DeviceBuffer<uint16_t>(cache_plane<uint16_t>(c.cache, true));
   }
   const size_t n_out = c.q.data.size();
-  gpu::DeviceBuffer<float> attn(n_out);
-  gpu::DeviceBuffer<uint16_t> gated(n_out);
+  gpu::DeviceBuffer<float> attn(n_out + pad);
+  gpu::DeviceBuffer<uint16_t> gated(n_out + pad);
   attn.poison(gpu::kPoisonFloat);
   gated.poison(gpu::kPoisonBf16Pair);
   const size_t ws_floats = gpu::sparse_attention_workspace_floats(c.params, dims, ids_per_split);
@@ -90,15 +95,15 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
 
   gpu::SparseAttentionArgs a;
   a.q = q.get();
-  a.gate = gate.get();
+  a.gate = gate.get() + pad;
   a.token_idx = idx.get();
   a.token_to_req = t2r.get();
   a.seq_lens = lens.get();
   a.block_table = table.get();
   a.k_cache = fp8 ? static_cast<const void*>(k8.get()) : static_cast<const void*>(k16.get());
   a.v_cache = fp8 ? static_cast<const void*>(v8.get()) : static_cast<const void*>(v16.get());
-  a.attn = attn.get();
-  a.gated = gated.get();
+  a.attn = attn.get() + pad;
+  a.gated = gated.get() + pad;
   a.workspace = ws.get();
   a.workspace_floats = ws_floats;
   gpu::DeviceBuffer<int32_t> tiles, plan_ids;
@@ -116,7 +121,10 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
   }
   gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
   QSA_GPU_CHECK(hipDeviceSynchronize());
-  return {attn.download(), gated.download()};
+  GpuOutputs out{attn.download(), gated.download()};
+  out.attn.erase(out.attn.begin(), out.attn.begin() + static_cast<std::ptrdiff_t>(pad));
+  out.gated.erase(out.gated.begin(), out.gated.begin() + static_cast<std::ptrdiff_t>(pad));
+  return out;
 }
 
 inline GpuOutputs run_gpu(const AttnCase& c, int ids_per_split = gpu::kDefaultIdsPerSplit) {

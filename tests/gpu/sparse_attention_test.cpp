@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -160,7 +161,7 @@ TEST(GpuSparseAttentionSplits, EngineKernelsMatchReferenceAtEverySplitSize) {
 }
 
 // The tensor-core kernel's split count: at least 1, never more than the
-// caller's splits nor than one 8-id step per warp (64 ids per split), 1 where
+// caller's splits nor than one step per warp (bf16: 8 ids, 64 per split), 1 where
 // the caller allows one. On an H200-class device (100+ SMs) one decode row
 // spreads over at least 16 splits per KV group, and 64 rows (128 row-group
 // blocks, about one per SM) take one split.
@@ -205,6 +206,32 @@ TEST(GpuSparseAttentionSplits, OneDecodeRowMatchesReference) {
         gpu_test::expect_matches_reference(c, gpu_test::run_gpu(c, ids_per_split));
       }
     }
+}
+
+// The gate, A and gated output need no alignment beyond their element's:
+// pointers one element off every vector boundary give the aligned run's
+// bits. One split, so that the tensor-core kernel's own epilogue does the
+// stores (not the merge kernel); bf16 and fp8. (Vector stores there, with
+// an element-wise fallback, measured no faster: docs/performance.md, ninth
+// pass. This keeps any such path honest.)
+TEST(GpuSparseAttentionSplits, MisalignedOutputsGiveTheAlignedBits) {
+  const uint64_t seed = gpu_test::case_seed("misaligned-io");
+  for (KvDtype kv : {KvDtype::kBf16, KvDtype::kFp8}) {
+    AttnSpec s = long_rows(256, 12, PrecisionProfile::kEngine);
+    s.kv = kv;
+    const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
+    SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(s));
+    ASSERT_EQ(gpu::tensor_core_attention_splits(c.params, kv, c.layout.num_tokens, 2176), 1);
+    const gpu_test::GpuOutputs aligned = gpu_test::run_gpu_path(c, gpu::AttentionPath::kDecode, nullptr, 2176);
+    const gpu_test::GpuOutputs shifted = gpu_test::run_gpu_path(c, gpu::AttentionPath::kDecode, nullptr, 2176, true);
+    gpu_test::expect_matches_reference(c, aligned);
+    ASSERT_EQ(aligned.attn.size(), shifted.attn.size());
+    for (size_t i = 0; i < aligned.attn.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&aligned.attn[i], &shifted.attn[i], sizeof(float)), 0)
+          << "attn element " << i << ": " << aligned.attn[i] << " vs " << shifted.attn[i];
+      ASSERT_EQ(aligned.gated[i], shifted.gated[i]) << "gated element " << i;
+    }
+  }
 }
 
 }  // namespace
