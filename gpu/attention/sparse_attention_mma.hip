@@ -110,7 +110,6 @@ struct Smem {
   static_assert(!kSwizzled || (kKPitch % 128 == 0 && kKTileBytes % 128 == 0 && kStageBytes % 128 == 0 &&
                                (kWarp0 + kRing) % 128 == 0 && kWarpBytes % 128 == 0),
                 "swizzled K and V rows start on 128-byte boundaries");
-  static_assert(kFp8 || kSwizzled, "bf16 rows are always swizzled");
 };
 
 // NVIDIA warps are 32 wide; a literal lets the compiler fold lane arithmetic.

@@ -1,6 +1,6 @@
 // NVIDIA-only device helpers for tensor-core kernels (sm_80 and later,
-// sm_90a included): the bf16 and f16 m16n8k16 and m16n8k8 matrix
-// multiply-accumulates, fp8 and f32 to f16 conversions, ldmatrix
+// sm_90a included): the bf16 m16n8k16 and m16n8k8 and the f16 m16n8k16
+// matrix multiply-accumulates, fp8 and f32 to f16 conversions, ldmatrix
 // and cp.async with zero fill, as inline PTX. Include only from .hip files,
 // and only inside `#if defined(QSA_GPU_CUDA)`: AMD builds keep the portable
 // kernels, which is why every user of this header has a fallback.
@@ -43,21 +43,14 @@ __device__ inline void mma_bf16_k8(float (&d)[4], uint32_t a0, uint32_t a1, uint
       : "r"(a0), "r"(a1), "r"(b0));
 }
 
-// The same two shapes with f16 operands (the fp8 cache's path: every e4m3
-// code is exact in f16, and one instruction widens two of them).
+// The k16 shape with f16 operands (the fp8 cache's path: every e4m3 code is
+// exact in f16, and one instruction widens two of them).
 __device__ inline void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ inline void mma_f16_k8(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(b0));
 }
 
 // Four 8x8 bf16 matrices; lane l gives the shared-space address of row
