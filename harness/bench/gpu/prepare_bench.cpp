@@ -98,8 +98,10 @@ void bench_prepare(benchmark::State& state, const StepShape& shape, bool fp8) {
   slabs.allocate(c, layout, copies, "prepare");
   slabs.fill_inputs("prepare");
 
-  const Timing t =
-      time_launches(state, copies, [&](int k) { gpu::launch_prepare(pp, layout, slabs.args(k), env.stream); });
+  gpu::PrepareTuning tuning;  // bad values: the launcher's ConfigError, reported by `guarded`
+  tuning.group_tasks = env.prepare_group_tasks;
+  const Timing t = time_launches(
+      state, copies, [&](int k) { gpu::launch_prepare(pp, layout, slabs.args(k), env.stream, tuning); });
   set_cost_counters(state, t, cost);
 }
 
