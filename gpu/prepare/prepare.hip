@@ -65,8 +65,6 @@
 
 #include "gpu/common/dependent_launch.hpp"
 #include "gpu/prepare/prepare.hpp"
-#include "gpu/common/device_limits.hpp"
-#include "gpu/prepare/prepare_staged.hpp"
 #include "gpu/prepare/prepare_tasks.hpp"
 
 namespace qsa::gpu {
@@ -82,15 +80,6 @@ using namespace prep;
 template <class Sm, bool kFp8>
 constexpr int kMinBlocks = Sm::kTail > 6 ? (Sm::kPairs == 2 ? 3 : 4) : Sm::kPairs == 1 && !kFp8 ? 8 : 5;
 
-// The request tasks of a block past the rows: block x >= T, row y of the
-// grid holds tasks ((x - T)·Y + y)·kGroups + g (Y the grid's height).
-template <class Si, bool kFp8>
-__device__ void request_block(const KernelArgs& a) {
-  const int task = static_cast<int>(blockIdx.y) * kGroups + group_id();
-  const int i = static_cast<int>((blockIdx.x - a.num_tokens) * gridDim.y) * kGroups + task;
-  if (i < a.num_reqs) request_task<Si, kFp8>(a, i);
-}
-
 // Main heads (Q, K) have shape Sm, indexer rows (indexer Q, pooled keys,
 // ring writes) shape Si. Block (x, y) holds tasks y·kGroups .. of row x
 // (x < T) or, past the rows, request tasks: the row and the task come from
@@ -103,11 +92,12 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<Sm, kFp8>)) prepare_kern
   // kernel may be scheduled once every block has started.
   wait_for_primary();
   allow_dependent_launch();
+  const int task = static_cast<int>(blockIdx.y) * kGroups + group_id();
   if (blockIdx.x >= a.num_tokens) {
-    request_block<Si, kFp8>(a);
+    const int i = static_cast<int>((blockIdx.x - a.num_tokens) * gridDim.y) * kGroups + task;
+    if (i < a.num_reqs) request_task<Si, kFp8>(a, i);
     return;
   }
-  const int task = static_cast<int>(blockIdx.y) * kGroups + group_id();
   const int64_t t = blockIdx.x;
   if (task < a.hi) {
     head_task<Si, Kind::kIndexQ, kFp8>(a, t, task);
@@ -118,25 +108,6 @@ __global__ void __launch_bounds__(kThreads, (kMinBlocks<Sm, kFp8>)) prepare_kern
   } else if (task == a.row_tasks - 1) {
     pool_slot_task<Si, kFp8>(a, t);
   }
-}
-
-// The model's exact shapes, rows staged through shared memory
-// (prepare_staged.hpp): block (x, y) holds tasks y·kGroups·n .. of row x,
-// n = a.group_tasks, or request tasks as above. 24 KiB of stages and at
-// most 64 registers per thread (the fp8 build spills a few bytes for it) let
-// an H200 SM hold 8 blocks: 1056 blocks a wave, which holds 256 decode
-// tokens at two tasks per group (1040 blocks).
-template <class Sm, class Si, bool kFp8>
-__global__ void __launch_bounds__(kThreads, 8)
-    prepare_staged_kernel(QSA_PREPARE_ARGS KernelArgs a) {
-  __shared__ alignas(16) float stage[kGroups][kMaxGroupTasks][kStageFloats<Sm>];
-  wait_for_primary();  // as prepare_kernel
-  allow_dependent_launch();
-  if (blockIdx.x >= a.num_tokens) {
-    request_block<Si, kFp8>(a);
-    return;
-  }
-  staged_row_tasks<Sm, Si, kFp8>(a, blockIdx.x, stage[group_id()]);
 }
 
 __global__ void encode_bf16_kernel(const float* f, const double* d, int64_t n, uint16_t* from_float,
@@ -234,38 +205,29 @@ bool rows_aligned(const PrepareParams& p, const PrepareArgs& in) {
   return p.indexer_dim % 2 == 0 && p.head_dim % 2 == 0;
 }
 
-// Whether the heads fill shape S exactly (prepare_head.hpp, kExact): rows
-// then start at multiples of their dims, which an exact shape makes
-// multiples of kGroup, so aligned base pointers align every row.
+// Whether the heads fill shape S exactly and every fp32 row it reads starts
+// 8-byte aligned for float2 loads (prepare_head.hpp, kExact): rows start at
+// multiples of their dims, which an exact shape makes multiples of kGroup.
 template <class S>
 bool fills(int rotary_dim, int dim) {
   return rotary_dim == 2 * S::kPairs * kGroup && dim == rotary_dim + S::kTail * kGroup;
 }
 
-// The staged kernel's copies need 16-byte row starts (its float2 loads of
-// ring keys and pooling weights 8-byte ones).
 bool inputs_aligned(const PrepareArgs& in) {
   const void* rows[] = {in.index_qk,       in.qg, in.k, in.v, in.index_q_norm_w, in.index_k_norm_w, in.q_norm_w,
                         in.k_norm_w, in.ring_keys};
   for (const void* ptr : rows)
-    if (!is_aligned(ptr, 16)) return false;
+    if (!is_aligned(ptr, 8)) return false;
   return true;
 }
 
-// Block rows of a row's tasks (the grid's y extent) with n tasks per group.
-int task_chunks(const PrepareParams& p, int n) { return (row_tasks(p) + kGroups * n - 1) / (kGroups * n); }
-
-// Rows, then enough blocks of the same height for the request tasks (one per group).
-dim3 prepare_grid(const PrepareParams& p, const PrepareLayout& l, int n) {
-  const int chunks = task_chunks(p, n);
-  const int64_t req_blocks = (l.num_reqs + int64_t{chunks} * kGroups - 1) / (int64_t{chunks} * kGroups);
-  return dim3(static_cast<unsigned>(l.num_tokens + req_blocks), static_cast<unsigned>(chunks));
-}
+// Block rows of a row's tasks (the grid's y extent).
+int task_chunks(const PrepareParams& p) { return (row_tasks(p) + kGroups - 1) / kGroups; }
 
 void check_launch(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& a) {
   if (l.num_tokens < 0 || l.num_reqs < 0 || l.num_ring_slots < 0 || l.num_compressed_rows < 0 || l.num_kv_slots < 0)
     throw InputError("gpu prepare: the launch layout has a negative size");
-  if (task_chunks(p, 1) > 65535)
+  if (task_chunks(p) > 65535)
     throw InputError("gpu prepare: " + std::to_string(row_tasks(p)) + " tasks per row exceed one launch (65535 blocks" +
                      " of " + std::to_string(kGroups) + " in a grid's y extent)");
   if (l.num_tokens > 0x7fffffff - int64_t{l.num_reqs})
@@ -285,39 +247,23 @@ void check_launch(const PrepareParams& p, const PrepareLayout& l, const PrepareA
   if (l.num_reqs > 0) require(a.ring_blocks, "ring_blocks");
 }
 
-// Tasks per group of the staged kernel: two where one task per group would
-// take more than one wave of blocks (prepare_staged.hpp), else one.
-int pick_group_tasks(const void* kernel, const PrepareParams& p, const PrepareLayout& l, int asked) {
-  if (asked != 0) return asked;
-  const dim3 one = prepare_grid(p, l, 1);
-  const int64_t blocks = int64_t{one.x} * one.y;
-  const int64_t wave = int64_t{resident_blocks(kernel, kThreads, 0)} * device_limits().multiprocessors;
-  return blocks > wave ? 2 : 1;
-}
-
-// The model's exact shapes run the staged kernel where the rows are aligned
-// for it; everything else prepare_kernel with the fewest slots that hold
-// the heads (prepare_head.hpp): shared shapes for both kinds of rows with P
-// pair slots and T = 6 (the model's main heads) or 16 (the widest heads)
-// tail slots. A programmatic dependent launch: at decode sizes the kernel
-// is a few microseconds of latency, and the launch and block scheduling
-// after the previous kernel drains were a visible part of it
-// (dependent_launch.hpp).
+// prepare_kernel with the fewest slots that hold the heads (prepare_head.hpp):
+// the model's exact shapes where they fit, else shared shapes for both kinds
+// of rows with P pair slots and T = 6 (the model's main heads) or 16 (the
+// widest heads) tail slots. A programmatic dependent launch: at decode
+// sizes the kernel is a few microseconds of latency, and the launch and
+// block scheduling after the previous kernel drains were a visible part of
+// it (dependent_launch.hpp).
 template <bool kFp8>
-void launch_kernel(const PrepareParams& p, const PrepareLayout& l, bool exact_ok, int asked_tasks, KernelArgs a,
-                   hipStream_t stream) {
+void launch_kernel(const PrepareParams& p, bool exact_ok, const KernelArgs& a, dim3 grid, hipStream_t stream) {
   static_assert(16 * kGroup >= kMaxDim && 2 * kGroup >= kMaxPairs, "the widest kernel holds every head accepted");
   using Main = Shape<1, 6, true>;
   using Indexer = Shape<1, 2, true>;
   if (exact_ok && fills<Main>(p.rope_main.rotary_dim, p.head_dim) &&
       fills<Indexer>(p.rope_index.rotary_dim, p.indexer_dim)) {
-    const auto kernel = prepare_staged_kernel<Main, Indexer, kFp8>;
-    a.group_tasks = pick_group_tasks(reinterpret_cast<const void*>(kernel), p, l, asked_tasks);
-    launch_dependent(kernel, prepare_grid(p, l, a.group_tasks), dim3(kThreads), stream, a);
+    launch_dependent(prepare_kernel<Main, Indexer, kFp8>, grid, dim3(kThreads), stream, a);
     return;
   }
-  a.group_tasks = 1;
-  const dim3 grid = prepare_grid(p, l, 1);
   const int pairs = std::max(p.rope_index.rotary_dim, p.rope_main.rotary_dim) / 2;
   const int tail = std::max(p.indexer_dim - p.rope_index.rotary_dim, p.head_dim - p.rope_main.rotary_dim);
   auto run = [&](auto shape) {
@@ -333,12 +279,8 @@ void launch_kernel(const PrepareParams& p, const PrepareLayout& l, bool exact_ok
 
 }  // namespace
 
-void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& in, hipStream_t stream,
-                    const PrepareTuning& tuning) {
+void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& in, hipStream_t stream) {
   check_prepare_params(p);
-  if (tuning.group_tasks < 0 || tuning.group_tasks > kMaxGroupTasks)
-    throw ConfigError("gpu prepare: group_tasks " + std::to_string(tuning.group_tasks) + " is not 0, 1 or " +
-                      std::to_string(kMaxGroupTasks));
   if (l.num_tokens == 0) return;
   check_launch(p, l, in);
 
@@ -396,9 +338,13 @@ void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const Prepar
   a.k_out = in.k_out;
   a.gate = in.gate;
 
+  // Rows, then enough blocks of the same height for the request tasks.
+  const int chunks = task_chunks(p);
+  const int64_t req_blocks = (l.num_reqs + int64_t{chunks} * kGroups - 1) / (int64_t{chunks} * kGroups);
+  const dim3 grid(static_cast<unsigned>(l.num_tokens + req_blocks), static_cast<unsigned>(chunks));
   const bool exact_ok = a.vec2 && inputs_aligned(in);
-  a.index_fp8 || a.kv_fp8 ? launch_kernel<true>(p, l, exact_ok, tuning.group_tasks, a, stream)
-                          : launch_kernel<false>(p, l, exact_ok, tuning.group_tasks, a, stream);
+  a.index_fp8 || a.kv_fp8 ? launch_kernel<true>(p, exact_ok, a, grid, stream)
+                          : launch_kernel<false>(p, exact_ok, a, grid, stream);
   QSA_GPU_CHECK_LAUNCH();
 }
 

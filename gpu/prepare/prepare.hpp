@@ -66,23 +66,13 @@ struct PrepareArgs {
   uint16_t* gate = nullptr;               // [T, H, D] bf16 bits (output)
 };
 
-// How the launcher runs the kernel, for tests and benchmarks; the defaults
-// are its own choices.
-struct PrepareTuning {
-  // Row tasks per lane group of the kernel for the model's head shapes (1
-  // or 2; 0: the launcher picks two where one would take more than one wave
-  // of blocks). Other shapes always run one.
-  int group_tasks = 0;
-};
-
 // Launches the stage on `stream` (asynchronous). The step must have passed
 // validate_prepare with the ring tags as they stood before the step; the
 // kernel also skips cache writes whose slot lies outside the layout's sizes,
 // so no input can make it write out of bounds. ConfigError / InputError for
 // params or sizes it cannot run and for null pointers a non-empty launch
 // needs; InternalError on a GPU failure.
-void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& a, hipStream_t stream,
-                    const PrepareTuning& tuning = {});
+void launch_prepare(const PrepareParams& p, const PrepareLayout& l, const PrepareArgs& a, hipStream_t stream);
 
 // For tests: the kernel's bf16 encoders, which on NVIDIA use the hardware
 // conversion rather than the host codec, applied to n values on `stream`:

@@ -60,7 +60,6 @@ struct KernelArgs {
   int num_reqs;        // R
   int hi, di, h, g, d; // H_I, d_I, H, G, D
   int row_tasks;       // H_I + H + G + 1: a row's heads and its pooling slot
-  int group_tasks;     // row tasks per lane group: 1, or 2 in the staged kernel (prepare_staged.hpp)
   int ratio, ring_capacity;
   int64_t ring_slots, comp_rows, kv_slots;
   NormArgs norm_iq, norm_ik, norm_q, norm_k;

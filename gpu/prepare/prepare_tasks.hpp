@@ -46,46 +46,38 @@ __device__ inline Dest kv_dest(const KernelArgs& a, bool ok, int64_t slot, int h
   return code_dest(cache, ok ? (slot * a.g + head) * a.d : 0, ok, false, a.kv_fp8, a.kv_kind, scale);
 }
 
-// What a head task needs beside its rows: the row's request and (K) KV
-// slot, and the cos/sin of the lane's pairs.
-template <int P>
-struct HeadMeta {
-  int req;
-  int64_t slot;
-  double c[P], s[P];
-};
-
-// The metadata loads and the cos/sin of head task K of row t. Issued after
-// the task's row loads, none used before they are all in flight.
-template <class S, Kind K>
-__device__ inline HeadMeta<S::kPairs> head_meta(const KernelArgs& a, int64_t t) {
-  const RopeArgs& r = K != Kind::kIndexQ ? a.rope_m : a.rope_i;
-  HeadMeta<S::kPairs> m;
-  m.req = a.token_to_req[t];
-  m.slot = K == Kind::kK ? a.main_slot[t] : 0;
-  int64_t pos[S::kPairs];
-  lane_positions<S>(r, [&](int axis) { return a.rope_pos[axis * a.num_tokens + t]; }, pos);
-  lane_cos_sin<S>(r, pos, m.c, m.s);
-  return m;
-}
-
-// The rest of head `head` of kind K of row t once its rows are in registers
-// (x the head row, w its norm weights, e the copied row's slots: the gate
-// for kQ, V for kK): the copy's stores, the norm, the rotated stores.
-// Padding rows compute like real rows and store zeros (Dest::zero), so
-// token_to_req is on no load's path.
+// Head `head` of kind K of row t: loads, norm, RoPE and stores, in the order
+// that keeps few registers live: all row loads, the row's metadata and RoPE
+// positions (issued after them, none used before they are all in flight:
+// earlier, they cost the widest kernels spills), then the cos/sin, the copy,
+// the norm, the rotated stores. Padding rows compute like real rows and
+// store zeros (Dest::zero), so token_to_req is on no load's path.
 template <class S, Kind K, bool kFp8>
-__device__ void head_finish(const KernelArgs& a, int64_t t, int head, const HeadMeta<S::kPairs>& m, Row<S>& x,
-                            const Row<S>& w, const float (&e)[S::kSlots]) {
-  constexpr bool kCopy = K != Kind::kIndexQ;
-  constexpr int N = S::kSlots;  // the copied row: elements 2·lane + kGroup·n, + 1 in slots n, n + 1
-  const RopeArgs& r = K != Kind::kIndexQ ? a.rope_m : a.rope_i;
-  const int dim = dim_of<S>(K != Kind::kIndexQ ? a.d : a.di);
-  const bool pad = m.req < 0 || m.req >= a.num_reqs;
-  const bool kv_ok = K == Kind::kK && !pad && m.slot >= 0 && m.slot < a.kv_slots;
+__device__ void head_task(const KernelArgs& a, int64_t t, int head) {
+  constexpr bool kMain = K != Kind::kIndexQ, kCopy = K != Kind::kIndexQ;
+  constexpr int P = S::kPairs, N = S::kSlots;  // the copied row: elements 2·lane + kGroup·n, + 1 in slots n, n + 1
+  const RopeArgs& r = kMain ? a.rope_m : a.rope_i;
+  const int dim = dim_of<S>(kMain ? a.d : a.di);
+  float e[N];
+  if constexpr (kCopy) {
+    const float* src = copy_row<K>(a, t, head);
+#pragma unroll
+    for (int n = 0; n < N; n += 2) load_two<S>(src, 2 * group_lane() + kGroup * n, dim, e[n], e[n + 1]);
+  }
+  Row<S> x, w;
+  load_row(head_row<K>(a, t, head), dim, r, x);
+  load_row(K == Kind::kIndexQ ? a.w_iq : K == Kind::kQ ? a.w_q : a.w_k, dim, r, w);
+  const int req = a.token_to_req[t];
+  const int64_t slot = K == Kind::kK ? a.main_slot[t] : 0;
+  int64_t pos[P];
+  lane_positions<S>(r, [&](int axis) { return a.rope_pos[axis * a.num_tokens + t]; }, pos);
+  double c[P], s[P];
+  lane_cos_sin<S>(r, pos, c, s);
+  const bool pad = req < 0 || req >= a.num_reqs;
+  const bool kv_ok = K == Kind::kK && !pad && slot >= 0 && slot < a.kv_slots;
   if constexpr (kCopy) {  // the projections are bf16 values already: copies
     const Dest d = K == Kind::kQ ? bf16_dest(a.gate + (t * a.h + head) * a.d, true, pad)
-                                 : kv_dest(a, kv_ok, m.slot, head, a.v_cache, a.v_scale);
+                                 : kv_dest(a, kv_ok, slot, head, a.v_cache, a.v_scale);
     auto one = [&](int i, float v) { put<kFp8>(d, i, v); };
     auto two = [&](int i, float v0, float v1) { put2<kFp8>(d, i, v0, v1); };
 #pragma unroll
@@ -99,9 +91,9 @@ __device__ void head_finish(const KernelArgs& a, int64_t t, int head, const Head
   if constexpr (K == Kind::kIndexQ) out = indexer_dest(a, a.index_q, (t * a.hi + head) * a.di, true, pad);
   if constexpr (K == Kind::kQ) out = bf16_dest(a.q + (t * a.h + head) * a.d, true, pad);
   if constexpr (K == Kind::kK) out = bf16_dest(a.k_out + (t * a.g + head) * a.d, true, pad);
-  const Dest cache = K == Kind::kK ? kv_dest(a, kv_ok, m.slot, head, a.k_cache, a.k_scale) : Dest{};
+  const Dest cache = K == Kind::kK ? kv_dest(a, kv_ok, slot, head, a.k_cache, a.k_scale) : Dest{};
   rope_store_row<S>(
-      dim, r, a.vec2, m.c, m.s, x,
+      dim, r, a.vec2, c, s, x,
       [&](int i, auto v) {
         put<kFp8>(out, i, v);
         if constexpr (K == Kind::kK) put<kFp8>(cache, i, v);
@@ -110,43 +102,6 @@ __device__ void head_finish(const KernelArgs& a, int64_t t, int head, const Head
         put2<kFp8>(out, i, v0, v1);
         if constexpr (K == Kind::kK) put2<kFp8>(cache, i, v0, v1);
       });
-}
-
-// The rows of head task K, from `head` and `copy` (the gate or V row; unused
-// for kIndexQ) and the weights `weights`: global rows or their staged copies
-// in shared memory (prepare_staged.hpp).
-template <class S, Kind K>
-__device__ inline void head_rows(const KernelArgs& a, const float* head, const float* copy, const float* weights,
-                                 Row<S>& x, Row<S>& w, float (&e)[S::kSlots]) {
-  constexpr int N = S::kSlots;
-  const RopeArgs& r = K != Kind::kIndexQ ? a.rope_m : a.rope_i;
-  const int dim = dim_of<S>(K != Kind::kIndexQ ? a.d : a.di);
-  if constexpr (K != Kind::kIndexQ) {
-#pragma unroll
-    for (int n = 0; n < N; n += 2) load_two<S>(copy, 2 * group_lane() + kGroup * n, dim, e[n], e[n + 1]);
-  }
-  load_row(head, dim, r, x);
-  load_row(weights, dim, r, w);
-}
-
-template <Kind K>
-__device__ inline const float* norm_weights(const KernelArgs& a) {
-  return K == Kind::kIndexQ ? a.w_iq : K == Kind::kQ ? a.w_q : a.w_k;
-}
-
-// Head `head` of kind K of row t, its rows loaded from global memory: all
-// row loads, then the row's metadata and RoPE positions (issued after them,
-// none used before they are all in flight: earlier, they cost the widest
-// kernels spills), then the cos/sin, the copy, the norm, the rotated
-// stores, in the order that keeps few registers live.
-template <class S, Kind K, bool kFp8>
-__device__ void head_task(const KernelArgs& a, int64_t t, int head) {
-  float e[S::kSlots];
-  Row<S> x, w;
-  head_rows<S, K>(a, head_row<K>(a, t, head), K != Kind::kIndexQ ? copy_row<K>(a, t, head) : nullptr,
-                  norm_weights<K>(a), x, w, e);
-  const HeadMeta<S::kPairs> m = head_meta<S, K>(a, t);
-  head_finish<S, K, kFp8>(a, t, head, m, x, w, e);
 }
 
 // The members of a pooled group: member m < from_ring is the raw key in

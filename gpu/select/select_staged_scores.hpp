@@ -32,7 +32,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gpu/common/async_copy.hpp"
 #include "gpu/common/device_api.hpp"
 #include "gpu/common/wave.hpp"
 #include "gpu/select/select_codes.hpp"
@@ -65,6 +64,20 @@ QSA_SELECT_HD inline int staged_stride(int vectors) { return vectors | 1; }
 QSA_SELECT_HD inline size_t staged_shared_bytes(int table_floats, int query_values, int vectors, int wave, int waves) {
   const size_t ring = sizeof(uint4) * kStagedSlots * static_cast<size_t>(wave) * staged_stride(vectors);
   return sizeof(float) * (static_cast<size_t>(table_floats) + query_values) + ring * waves;
+}
+
+// cp.async's group bookkeeping; no-ops where copies are synchronous.
+__device__ inline void staged_commit() {
+#if defined(QSA_GPU_CUDA)
+  sm80::cp_async_commit();
+#endif
+}
+
+template <int kPending>
+__device__ inline void staged_wait() {
+#if defined(QSA_GPU_CUDA)
+  sm80::cp_async_wait<kPending>();
+#endif
 }
 
 // The slot being filled. On NVIDIA its shared-window address, converted
@@ -221,7 +234,7 @@ __device__ void score_staged_run(const float* q_s, const Code* keys, const Paged
   for (int j = 0; j < kStagedSlots - 1; ++j) {
     const uint4* src = j < stages ? staged_source(keys, g, run, j) : nullptr;
     if (j < stages) w.issue(j, src);
-    async_commit();
+    staged_commit();
     mapped[j] = src != nullptr;
   }
   const float nan = float_from_bits(kQuietNanBits);
@@ -229,9 +242,9 @@ __device__ void score_staged_run(const float* q_s, const Code* keys, const Paged
     const int64_t next = i + kStagedSlots - 1;
     const uint4* src = next < stages ? staged_source(keys, g, run, next) : nullptr;
     if (next < stages) w.issue(next, src);  // uniform over the wave
-    async_commit();
+    staged_commit();
     mapped[kStagedSlots - 1] = src != nullptr;
-    async_wait<kStagedSlots - 1>();  // this lane's copies of stage i have landed
+    staged_wait<kStagedSlots - 1>();  // this lane's copies of stage i have landed
     wave_barrier();                   // and every lane's
     const uint4* const k[1] = {w.slot(i) + lane_id() * w.stride};
     float s[1];
@@ -242,7 +255,7 @@ __device__ void score_staged_run(const float* q_s, const Code* keys, const Paged
 #pragma unroll
     for (int j = 0; j + 1 < kStagedSlots; ++j) mapped[j] = mapped[j + 1];
   }
-  async_wait<0>();  // no copy outlives the block (the trailing groups are empty)
+  staged_wait<0>();  // no copy outlives the block (the trailing groups are empty)
 }
 
 }  // namespace qsa::gpu::select_detail

@@ -91,9 +91,6 @@ struct Case {
   // slots (the kernel built for Shape<2, 6, false>; the model's own dims run
   // the exact Shape<1, 6, true>).
   bool rot128 = false;
-  // Row tasks per lane group of the staged kernel (gpu::PrepareTuning; 0:
-  // the launcher's choice, which is one at these sizes).
-  int group_tasks = 0;
 };
 
 std::string knobs_name(Knobs k) {
@@ -113,7 +110,7 @@ std::string case_name(const Case& k) {
          (k.idx == IndexerDtype::kFp8 ? f8 : "bf16") + "_kv" + (k.kv == KvDtype::kFp8 ? f8 : "bf16") +
          (k.mrope ? "_mrope" : "_text") + (k.style == RopeStyle::kGptj ? "_gptj" : "") +
          (k.exact_norm ? "_exactnorm" : "") + (k.wide ? "_wide" : "") + (k.unaligned ? "_unaligned" : "") +
-         (k.rot128 ? "_rot128" : "") + (k.group_tasks != 0 ? "_tasks" + std::to_string(k.group_tasks) : "");
+         (k.rot128 ? "_rot128" : "");
 }
 void PrintTo(const Case& k, std::ostream* os) { *os << case_name(k); }
 
@@ -618,9 +615,7 @@ void Session::run(const StepMetadata& m, int step_index) {
   a.gate = d_gate.get() + (k_.unaligned ? 1 : 0);
   const gpu::PrepareLayout pl{T, l.num_reqs, static_cast<int64_t>(ring_tags_.size()), comp_.num_rows(),
                               kv_.num_slots()};
-  gpu::PrepareTuning tuning;
-  tuning.group_tasks = k_.group_tasks;
-  gpu::launch_prepare(pp_, pl, a, hipStream_t{}, tuning);
+  gpu::launch_prepare(pp_, pl, a, hipStream_t{});
   QSA_GPU_CHECK(hipDeviceSynchronize());
   const std::vector<uint8_t> g_iq = d_index_q.download();
   const std::vector<uint16_t> g_q = d_q.download(), g_k = d_kout.download();
@@ -817,14 +812,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{false, 8, Knobs::kExact, kIB, kK8, kFnuz, true, kGptj, true, false, true},
                     // Two pair slots at the model's head dims.
                     Case{true, 4, Knobs::kEngine, kIB, kKB, kFn, true, kNeox, false, false, false, true},
-                    Case{true, 4, Knobs::kHfEager, kI8, kK8, kFnuz, true, kGptj, true, false, false, true},
-                    // The staged kernel with two row tasks per lane group
-                    // (the launcher's choice above one wave of blocks).
-                    Case{true, 4, Knobs::kEngine, kIB, kKB, kFn, true, kNeox, false, false, false, false, 2},
-                    Case{true, 8, Knobs::kHfEager, kI8, kK8, kFn, true, kNeox, false, false, false, false, 2},
-                    Case{true, 1, Knobs::kEngine, kIB, kK8, kFnuz, false, kGptj, false, false, false, false, 2},
-                    Case{true, 4, Knobs::kExact, kI8, kKB, kFn, true, kNeox, true, false, false, false, 2},
-                    Case{true, 4, Knobs::kEngine, kIB, kKB, kFn, true, kNeox, false, false, false, false, 1}),
+                    Case{true, 4, Knobs::kHfEager, kI8, kK8, kFnuz, true, kGptj, true, false, false, true}),
     param_name);
 
 // ---- storage encoders (host code shared with the kernel) ------------------------
@@ -1037,16 +1025,6 @@ TEST(GpuPrepareValidate, LauncherRejectsNullPointersAndSkipsEmptySteps) {
   gpu::PrepareParams p = f.p;
   p.kv.dtype = KvDtype::kOctaveK3V3;
   EXPECT_THROW(gpu::launch_prepare(p, pl, gpu::PrepareArgs{}, hipStream_t{}), ConfigError);
-  for (int bad : {-1, 3}) {
-    gpu::PrepareTuning tuning;
-    tuning.group_tasks = bad;
-    try {
-      gpu::launch_prepare(f.p, pl, gpu::PrepareArgs{}, hipStream_t{}, tuning);
-      ADD_FAILURE() << "group_tasks " << bad << " was accepted";
-    } catch (const ConfigError& e) {
-      expect_contains(e.what(), "group_tasks");
-    }
-  }
 }
 
 }  // namespace

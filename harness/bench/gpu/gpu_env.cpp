@@ -12,7 +12,6 @@
 #include "harness/bench/gpu/gpu_shapes.hpp"
 #include "harness/bench/gpu/gpu_timing.hpp"
 #include "harness/bench/run_context.hpp"
-#include "reference/core/errors.hpp"
 
 namespace qsa::bench {
 
@@ -60,12 +59,6 @@ void init_gpu_env() {
   if (const char* s = env_or_null("QSA_BENCH_SEED")) env.seed = std::strtoull(s, nullptr, 0);
   if (const char* s = env_or_null("QSA_BENCH_ITERATIONS")) env.iterations = std::max(1, std::atoi(s));
   if (const char* s = env_or_null("QSA_BENCH_PAGES")) env.shuffled_pages = std::string(s) != "consecutive";
-  if (const char* s = env_or_null("QSA_BENCH_PREPARE_GROUP_TASKS")) {
-    const std::string v = s;
-    if (v != "0" && v != "1" && v != "2")
-      throw ConfigError("QSA_BENCH_PREPARE_GROUP_TASKS=" + v + ": expected 0 (the launcher's choice), 1 or 2");
-    env.prepare_group_tasks = std::stoi(v);
-  }
   if (const char* s = env_or_null("QSA_BENCH_MATRIX_TFLOPS")) {
     env.matrix_flops_per_s = std::strtod(s, nullptr) * 1e12;
     env.matrix_source = "QSA_BENCH_MATRIX_TFLOPS";
@@ -88,8 +81,6 @@ void add_gpu_context() {
   benchmark::AddCustomContext("qsa_seed", std::to_string(env.seed));
   benchmark::AddCustomContext("qsa_iterations", std::to_string(env.iterations));
   benchmark::AddCustomContext("qsa_pages", env.shuffled_pages ? "shuffled" : "consecutive");
-  benchmark::AddCustomContext("qsa_prepare_group_tasks",
-                              env.prepare_group_tasks == 0 ? "auto" : std::to_string(env.prepare_group_tasks));
   benchmark::AddCustomContext("qsa_rotation_bytes", fmt::format("{:.0f}", env.rotation_bytes()));
   benchmark::AddCustomContext("qsa_copy_GBps_startup", fmt::format("{:.1f}", env.copy_bytes_per_s / 1e9));
   benchmark::AddCustomContext("qsa_matrix_TFLOPps", fmt::format("{:.1f}", env.matrix_flops_per_s / 1e12));

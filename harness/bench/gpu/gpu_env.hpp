@@ -25,7 +25,6 @@ struct GpuEnv {
   uint64_t seed = 20261130;        // QSA_BENCH_SEED
   int iterations = 20;             // timed batches per benchmark (QSA_BENCH_ITERATIONS)
   bool shuffled_pages = true;      // QSA_BENCH_PAGES=consecutive maps pages in order
-  int prepare_group_tasks = 0;     // QSA_BENCH_PREPARE_GROUP_TASKS: gpu::PrepareTuning::group_tasks (0: the launcher's)
   double copy_bytes_per_s = 0.0;   // read + written bytes per second of a device-to-device copy
   std::string copy_source;         // which measurement copy_bytes_per_s comes from
   double matrix_flops_per_s = kAssumedMatrixTflops * 1e12;

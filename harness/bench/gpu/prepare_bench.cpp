@@ -98,10 +98,8 @@ void bench_prepare(benchmark::State& state, const StepShape& shape, bool fp8) {
   slabs.allocate(c, layout, copies, "prepare");
   slabs.fill_inputs("prepare");
 
-  gpu::PrepareTuning tuning;  // bad values: the launcher's ConfigError, reported by `guarded`
-  tuning.group_tasks = env.prepare_group_tasks;
-  const Timing t = time_launches(
-      state, copies, [&](int k) { gpu::launch_prepare(pp, layout, slabs.args(k), env.stream, tuning); });
+  const Timing t =
+      time_launches(state, copies, [&](int k) { gpu::launch_prepare(pp, layout, slabs.args(k), env.stream); });
   set_cost_counters(state, t, cost);
 }
 
