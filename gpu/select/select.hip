@@ -34,10 +34,15 @@ static_assert(kRadixBins * sizeof(uint32_t) >= kSelectMaxQueryValues * sizeof(fl
 static_assert((kFp8TableFloats + kSelectMaxQueryValues) * sizeof(float) <= 48 * 1024,
               "the scoring kernel's table and query row fit the default dynamic shared memory");
 
+// Threads of the fused decode kernel, which scores a short row before its
+// top-k in the same block.
+inline constexpr int kFusedThreads = 512;
+
 // Writes ids[i], scores[i] for i < K_B: the k sorted winners, then -1 / -inf.
+template <int kThreads>
 __device__ void write_row(const TopKShared& sh, int k, int blocks_budget, const float* scores,
                           int32_t visible, int32_t* ids_out, float* scores_out) {
-  for (int i = static_cast<int>(threadIdx.x); i < blocks_budget; i += kTopKThreads) {
+  for (int i = static_cast<int>(threadIdx.x); i < blocks_budget; i += kThreads) {
     if (i < k) {
       const uint32_t id = select_key_id(sh.keys[i]);
       ids_out[i] = static_cast<int32_t>(id);
@@ -52,17 +57,19 @@ __device__ void write_row(const TopKShared& sh, int k, int blocks_budget, const 
 
 // Phase 2 of row t over its scores (the scratch row, complete for b < visible,
 // visible >= 1): the one top-k every path runs.
+template <int kThreads>
 __device__ void topk_phase(const SelectArgs& a, int64_t t, int32_t visible, TopKShared& sh) {
   const float* scores = a.score_scratch + t * a.score_stride;
   const int k = visible < a.blocks_budget ? visible : a.blocks_budget;
-  select_top_keys(scores, visible, k, sh);
-  write_row(sh, k, a.blocks_budget, scores, visible, a.block_ids + t * a.blocks_budget,
+  select_top_keys<kThreads>(scores, visible, k, sh);
+  write_row<kThreads>(sh, k, a.blocks_budget, scores, visible, a.block_ids + t * a.blocks_budget,
             a.block_scores + t * a.blocks_budget);
 }
 
 // The row's outputs when it sees no block (padding rows included).
+template <int kThreads>
 __device__ void write_empty_row(const SelectArgs& a, int64_t t, const TopKShared& sh) {
-  write_row(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
+  write_row<kThreads>(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
             a.block_scores + t * a.blocks_budget);
 }
 
@@ -77,13 +84,13 @@ __device__ PagedKeys request_keys(const SelectArgs& a, int64_t t) {
 // table of the scoring kernel would not fit beside TopKShared, and these
 // rows are short.
 template <CodeKind kKind, bool kVector, class Code>
-__global__ void __launch_bounds__(kTopKThreads)
+__global__ void __launch_bounds__(kFusedThreads)
     select_decode_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
   __shared__ TopKShared sh;
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
   if (visible == 0) {  // uniform over the block
-    write_empty_row(a, t, sh);
+    write_empty_row<kFusedThreads>(a, t, sh);
     return;
   }
   // Phase 1. The query row borrows the histogram, which phase 2 first zeroes
@@ -95,11 +102,11 @@ __global__ void __launch_bounds__(kTopKThreads)
   __syncthreads();
   const PagedKeys keys = request_keys(a, t);
   float* scores = a.score_scratch + t * a.score_stride;
-  for (int64_t b0 = 0; b0 < visible; b0 += kTopKThreads)
+  for (int64_t b0 = 0; b0 < visible; b0 += kFusedThreads)
     score_chunk<kKind, kVector, 1>(q_s, compressed_keys, keys, a.heads, a.scale, visible, b0, PackedDecoder<kKind>{},
                                    scores);
   __syncthreads();
-  topk_phase(a, t, visible, sh);
+  topk_phase<kFusedThreads>(a, t, visible, sh);
 }
 
 // Chunks b0, b0 + gridDim.y · kSelectDecodeChunk, ... of row t.
@@ -191,18 +198,20 @@ __global__ void __launch_bounds__(kPrefillScoreThreads)
                              tiles_s + static_cast<size_t>(shape.rows) * shape.q_stride, vis_s, ok_s);
 }
 
-// Phase 2 of the split decode path and of the prefill path: one block per
-// row over the scratch the scoring kernel wrote earlier on the same stream.
-__global__ void __launch_bounds__(kTopKThreads) select_topk_kernel(SelectArgs a) {
+// Phase 2 of the split decode path and of the prefill path: one block of
+// kThreads per row over the scratch the scoring kernel wrote earlier on the
+// same stream.
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) select_topk_kernel(SelectArgs a) {
   __shared__ TopKShared sh;
   wait_for_primary();  // the decode path launches it as a dependent of the scoring kernel
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
   if (visible == 0) {
-    write_empty_row(a, t, sh);
+    write_empty_row<kThreads>(a, t, sh);
     return;
   }
-  topk_phase(a, t, visible, sh);
+  topk_phase<kThreads>(a, t, visible, sh);
 }
 
 // ---- launch --------------------------------------------------------------
@@ -294,7 +303,7 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
                    hipStream_t stream) {
   const unsigned rows = static_cast<unsigned>(l.rows);
   if (l.max_visible <= kSelectDecodeChunk) {
-    select_decode_kernel<kKind, kVector, Code><<<rows, kTopKThreads, 0, stream>>>(index_q, compressed_keys, args);
+    select_decode_kernel<kKind, kVector, Code><<<rows, kFusedThreads, 0, stream>>>(index_q, compressed_keys, args);
     QSA_GPU_CHECK_LAUNCH();
     return;
   }
@@ -306,7 +315,17 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
     if (staged) launch_staged<kKind>(l, s, d, index_q, compressed_keys, args, stream);
   }
   if (!staged) launch_direct<kKind, kVector>(l, index_q, compressed_keys, args, stream);
-  launch_dependent(select_topk_kernel, dim3(rows), dim3(kTopKThreads), stream, args);
+  // A row's top-k is a chain of latencies (its pass over the row, the
+  // sample's and the winners' radix passes, the sort), so 1024 threads hide
+  // them better than 512 while every row has an SM of its own (select at 64
+  // rows x 128K: 201 -> 182 us; one row x 32K is 1 us slower). With more
+  // rows, two 512-thread blocks share an SM where 1024-thread blocks would
+  // queue for a second wave (256 rows: 5-12% slower; docs/performance.md).
+  if (int64_t{rows} <= device_limits().multiprocessors) {
+    launch_dependent(select_topk_kernel<kTopKMaxThreads>, dim3(rows), dim3(kTopKMaxThreads), stream, args);
+  } else {
+    launch_dependent(select_topk_kernel<kTopKMaxThreads / 2>, dim3(rows), dim3(kTopKMaxThreads / 2), stream, args);
+  }
 }
 
 template <CodeKind kKind, class Code>
@@ -327,7 +346,7 @@ void launch_kernels(const SelectLayout& l, const SelectPrefillShape* prefill, bo
       <<<static_cast<unsigned>(chunks), kPrefillScoreThreads, prefill->shared_bytes(), stream>>>(q, k, args,
                                                                                                  *prefill);
   QSA_GPU_CHECK_LAUNCH();
-  select_topk_kernel<<<static_cast<unsigned>(l.rows), kTopKThreads, 0, stream>>>(args);
+  select_topk_kernel<kTopKMaxThreads / 2><<<static_cast<unsigned>(l.rows), kTopKMaxThreads / 2, 0, stream>>>(args);
   QSA_GPU_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,5 @@
 // Phase 2 of the select kernels: the canonical top-k of one row's scores, by
-// one thread block of kTopKThreads. Device code, included by select.hip only.
+// one thread block of kThreads threads. Device code, included by select.hip only.
 //
 // Every block b gets the 64-bit key select_key(score[b], b) (select_codes.hpp):
 // unsigned key order is the canonical order and keys are distinct, so the top
@@ -28,7 +28,7 @@
 // (bitonic_sort_desc_small), else in shared memory.
 //
 // Every function here runs in the whole block (barriers and ballots), whose
-// size must be kTopKThreads.
+// size must be kThreads.
 #pragma once
 
 #include <cstdint>
@@ -39,15 +39,18 @@
 
 namespace qsa::gpu::select_detail {
 
-inline constexpr int kTopKThreads = 512;
+// Threads of a top-k block: kThreads, 512 or 1024, is a template argument of
+// everything below (select.hip picks it per launch).
+inline constexpr int kTopKMaxThreads = 1024;
 inline constexpr int kRadixBits = 12;
 inline constexpr int kRadixBins = 1 << kRadixBits;
-inline constexpr int kBinsPerThread = kRadixBins / kTopKThreads;  // each thread scans its own bins
 inline constexpr int kRadixPasses = 6;                            // 5 x 12 bits, then 4
 inline constexpr int kMaxWinners = 2048;                          // kSelectMaxBlocksBudget
 inline constexpr int kMaxCandidates = 1536;                       // what fits beside the rest in 48 KiB
 inline constexpr int kRowBatch = 8;  // scores a thread loads at once (twice that in flight, see RowKeys)
-inline constexpr int kMaxWaves = kTopKThreads / kMinWaveSize;
+inline constexpr int kMaxWaves = kTopKMaxThreads / kMinWaveSize;
+template <int kThreads>
+inline constexpr int kBinsPerThread = kRadixBins / kThreads;  // each thread scans its own bins
 
 // The block's shared memory; static, so it must stay within the 48 KiB every
 // backend grants without opting in (the fused decode kernel also keeps its
@@ -87,19 +90,20 @@ struct RadixState {
 // use ballots. The scores come from L2: each thread loads its next kRowBatch
 // scores before it visits the current ones, so a pass waits for one L2
 // round trip, not one per batch.
+template <int kThreads>
 struct RowKeys {
   const float* scores;
   uint32_t visible;
   __device__ void load(uint32_t base, float (&s)[kRowBatch]) const {
     const float* p = scores + base + threadIdx.x;  // the batch's addresses are immediate offsets from p
 #pragma unroll
-    for (int u = 0; u < kRowBatch; ++u) s[u] = base + u * kTopKThreads + threadIdx.x < visible ? p[u * kTopKThreads] : 0.0f;
+    for (int u = 0; u < kRowBatch; ++u) s[u] = base + u * kThreads + threadIdx.x < visible ? p[u * kThreads] : 0.0f;
   }
   // fn(s, base) for every batch: s[u] is the score of block base + u ·
-  // kTopKThreads + threadIdx.x (0 past the row).
+  // kThreads + threadIdx.x (0 past the row).
   template <class Batch>
   __device__ void visit_batches(Batch&& fn) const {
-    constexpr uint32_t kStep = kTopKThreads * kRowBatch;
+    constexpr uint32_t kStep = kThreads * kRowBatch;
     float s[kRowBatch];
     load(0, s);
     for (uint32_t base = 0; base < visible; base += kStep) {
@@ -115,7 +119,7 @@ struct RowKeys {
     visit_batches([&](const float (&s)[kRowBatch], uint32_t base) {
 #pragma unroll
       for (int u = 0; u < kRowBatch; ++u) {
-        const uint32_t b = base + u * kTopKThreads + threadIdx.x;
+        const uint32_t b = base + u * kThreads + threadIdx.x;
         fn(select_key(s[u], b), b < visible);
       }
     });
@@ -123,12 +127,13 @@ struct RowKeys {
 };
 
 // The candidates in shared memory, visited like RowKeys.
+template <int kThreads>
 struct CandidateKeys {
   const uint64_t* cand;
   uint32_t count;
   template <class Visit>
   __device__ void visit(Visit&& fn) const {
-    for (uint32_t base = 0; base < count; base += kTopKThreads) {
+    for (uint32_t base = 0; base < count; base += kThreads) {
       const uint32_t i = base + threadIdx.x;
       fn(i < count ? cand[i] : uint64_t{0}, i < count);
     }
@@ -167,12 +172,13 @@ __device__ inline void append_keys(uint64_t* buf, uint32_t* count, uint32_t capa
 // st. Each thread owns kBinsPerThread consecutive bins; an inclusive suffix
 // sum of the threads' totals (within the wave by shuffles, then over the
 // waves above) tells the one thread whose bins hold it.
+template <int kThreads>
 __device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint32_t digit_mask) {
   const int tid = static_cast<int>(threadIdx.x);
-  const uint32_t* mine = sh.hist + tid * kBinsPerThread;
+  const uint32_t* mine = sh.hist + tid * kBinsPerThread<kThreads>;
   uint32_t own = 0;
 #pragma unroll
-  for (int i = 0; i < kBinsPerThread; ++i) own += mine[i];
+  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) own += mine[i];
   const int lane = lane_id();
   uint32_t incl = own;  // keys in the bins of this thread and the threads above it
   for (int off = 1; off < warpSize; off <<= 1) {
@@ -186,10 +192,10 @@ __device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint3
   const uint32_t above = incl - own;
   if (above < st.need && st.need <= incl) {  // exactly one thread
     uint32_t acc = above;
-    for (int i = kBinsPerThread - 1; i >= 0; --i) {
+    for (int i = kBinsPerThread<kThreads> - 1; i >= 0; --i) {
       const uint32_t c = mine[i];
       if (acc + c >= st.need) {
-        sh.digit = static_cast<uint32_t>(tid * kBinsPerThread + i);
+        sh.digit = static_cast<uint32_t>(tid * kBinsPerThread<kThreads> + i);
         sh.need = st.need - acc;
         sh.bucket = c;
         break;
@@ -208,14 +214,14 @@ __device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint3
 }
 
 // One radix pass over the keys of `src` that match st.prefix.
-template <class Keys>
+template <int kThreads, class Keys>
 __device__ void radix_pass(const Keys& src, TopKShared& sh, RadixState& st) {
   const int shift = pass_shift(st.pass);
   const uint32_t digit_mask = (1u << pass_bits(st.pass)) - 1u;
   // A thread zeroes the bins it alone read in the previous pass.
-  uint32_t* mine = sh.hist + threadIdx.x * kBinsPerThread;
+  uint32_t* mine = sh.hist + threadIdx.x * kBinsPerThread<kThreads>;
 #pragma unroll
-  for (int i = 0; i < kBinsPerThread; ++i) mine[i] = 0;
+  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) mine[i] = 0;
   __syncthreads();
   const uint64_t prefix = st.prefix;
   const uint64_t mask = st.mask;
@@ -223,14 +229,15 @@ __device__ void radix_pass(const Keys& src, TopKShared& sh, RadixState& st) {
     count_in_bin(sh.hist, valid && (key & mask) == prefix, static_cast<uint32_t>(key >> shift) & digit_mask);
   });
   __syncthreads();
-  pick_bin(sh, st, shift, digit_mask);
+  pick_bin<kThreads>(sh, st, shift, digit_mask);
 }
 
 // Descending bitonic sort of keys[0, n), n a power of two <= kMaxWinners.
+template <int kThreads>
 __device__ inline void bitonic_sort_desc(uint64_t* keys, int n) {
   for (int size = 2; size <= n; size <<= 1) {
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int i = static_cast<int>(threadIdx.x); i < n; i += kTopKThreads) {
+      for (int i = static_cast<int>(threadIdx.x); i < n; i += kThreads) {
         const int j = i ^ stride;
         if (j > i) {
           const uint64_t a = keys[i];
@@ -249,7 +256,7 @@ __device__ inline void bitonic_sort_desc(uint64_t* keys, int n) {
   }
 }
 
-// The same sort for n <= kTopKThreads, one key per thread in a register:
+// The same sort for n <= kThreads, one key per thread in a register:
 // partners less than a wave apart swap through shuffles and only the
 // farther ones through keys[] behind barriers (10 of the 45 stages at n =
 // 512). The shared-memory sort above spent a quarter of the top-k kernel's
@@ -288,9 +295,10 @@ __device__ inline int next_pow2(int x) {
 
 // The k largest keys of scores[0, visible) by radix passes over the whole
 // row (1 <= k <= visible, k <= kMaxWinners), unsorted, into sh.keys[0, k).
+template <int kThreads>
 __device__ inline void radix_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
-  const RowKeys row{scores, static_cast<uint32_t>(visible)};
+  const RowKeys<kThreads> row{scores, static_cast<uint32_t>(visible)};
   RadixState st;
   st.need = static_cast<uint32_t>(k);
   st.bucket = static_cast<uint32_t>(visible);
@@ -298,7 +306,7 @@ __device__ inline void radix_top_keys(const float* scores, int32_t visible, int 
   // candidate buffer, or is taken whole (bucket == need; at the latest once
   // all 64 bits are fixed, as keys are distinct).
   while (st.bucket != st.need && st.bucket > static_cast<uint32_t>(kMaxCandidates) && st.pass < kRadixPasses)
-    radix_pass(row, sh, st);
+    radix_pass<kThreads>(row, sh, st);
 
   // Gather: keys above the bucket are winners; the bucket is either all
   // winners or the candidates.
@@ -320,8 +328,8 @@ __device__ inline void radix_top_keys(const float* scores, int32_t visible, int 
   __syncthreads();
 
   if (!whole) {  // the remaining digits over the candidates, in shared memory
-    const CandidateKeys cands{sh.cand, st.bucket};
-    while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass(cands, sh, st);
+    const CandidateKeys<kThreads> cands{sh.cand, st.bucket};
+    while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass<kThreads>(cands, sh, st);
     const uint64_t threshold = st.prefix;  // the candidates >= it are exactly the ones still needed
     cands.visit([&](uint64_t key, bool valid) {
       append_keys(sh.keys, &sh.count, kMaxWinners, valid && key >= threshold, key);
@@ -332,12 +340,12 @@ __device__ inline void radix_top_keys(const float* scores, int32_t visible, int 
 
 // The smallest of the `rank` largest keys of src (1 <= rank <= its count),
 // by radix passes in shared memory: exactly `rank` keys of src are >= it.
-template <class Keys>
+template <int kThreads, class Keys>
 __device__ uint64_t rank_threshold(const Keys& src, uint32_t count, uint32_t rank, TopKShared& sh) {
   RadixState st;
   st.need = rank;
   st.bucket = count;
-  while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass(src, sh, st);
+  while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass<kThreads>(src, sh, st);
   return st.prefix;
 }
 
@@ -357,7 +365,10 @@ inline constexpr int kTopKSample = 1024;
 // r: the sample's expected count of row winners, k · kTopKSample / visible
 // rounded up, plus four standard deviations and 4.
 __device__ inline uint32_t sample_rank(int32_t visible, int k) {
-  const uint32_t expect = static_cast<uint32_t>((int64_t{k} * kTopKSample + visible - 1) / visible);
+  // 32-bit: k <= kMaxWinners, so k · kTopKSample + visible < 2^32 (a 64-bit
+  // division is a call to a slow routine).
+  const uint32_t v = static_cast<uint32_t>(visible);
+  const uint32_t expect = (static_cast<uint32_t>(k) * kTopKSample + v - 1) / v;
   return expect + 4 * static_cast<uint32_t>(sqrtf(static_cast<float>(expect))) + 4;
 }
 
@@ -369,60 +380,71 @@ __device__ inline bool sampled_top_keys_apply(int32_t visible, int k) {
 }
 
 // Appends the row's keys >= t to sh.keys (from sh.count on, capped at
-// kMaxWinners). About 1,150 of 32K keys pass at the model's shape, which
-// still puts one in most waves' batches; the general visit, a ballot and
-// an atomic per key, was half of the top-k kernel's instructions (ncu).
-// Here a wave's whole batch takes one ballot per score slot and one atomic.
-__device__ inline void gather_at_least(const RowKeys& row, uint64_t t, TopKShared& sh) {
+// kMaxWinners), with t a key whose low (id) half is zero: the test is then
+// one 32-bit compare of the score's orderable bits, which is all a sampled
+// threshold needs (sampled_top_keys rounds its threshold down so). About
+// 1,150 of 32K keys pass at the model's shape, which still puts one in most
+// waves' batches; the general visit, a ballot and an atomic per key, was
+// half of the top-k kernel's instructions (ncu). Here a wave's whole batch
+// takes one ballot per score slot and one atomic.
+template <int kThreads>
+__device__ inline void gather_at_least(const RowKeys<kThreads>& row, uint64_t t, TopKShared& sh) {
   const uint32_t t_hi = static_cast<uint32_t>(t >> 32);
+  // Once per thread: lane_id() divides by warpSize, which nvcc does not
+  // know to be 32 (ncu found the division in every batch).
+  const int lane = lane_id();
+  const LaneMask below = lanes_below();
   row.visit_batches([&](const float (&s)[kRowBatch], uint32_t base) {
     LaneMask taken[kRowBatch];
     uint32_t total = 0;
 #pragma unroll
     for (int u = 0; u < kRowBatch; ++u) {
-      const uint32_t b = base + u * kTopKThreads + threadIdx.x;
-      const uint32_t ord = orderable_score_bits(s[u]);  // the key's high half: compared first, 32-bit
-      taken[u] = wave_ballot(b < row.visible && (ord > t_hi || (ord == t_hi && select_key(s[u], b) >= t)));
+      const uint32_t b = base + u * kThreads + threadIdx.x;
+      taken[u] = wave_ballot((b < row.visible) & (orderable_score_bits(s[u]) >= t_hi));
       total += static_cast<uint32_t>(lane_count(taken[u]));
     }
     if (total == 0) return;  // uniform over the wave
     uint32_t at = 0;
-    if (lane_id() == 0) at = atomicAdd(&sh.count, total);
+    if (lane == 0) at = atomicAdd(&sh.count, total);
     at = wave_read_lane(at, 0);
-    const LaneMask below = lanes_below();
 #pragma unroll
     for (int u = 0; u < kRowBatch; ++u) {
-      const uint32_t b = base + u * kTopKThreads + threadIdx.x;
+      const uint32_t b = base + u * kThreads + threadIdx.x;
       const uint32_t slot = at + static_cast<uint32_t>(lane_count(taken[u] & below));
-      if (((taken[u] >> lane_id()) & 1) != 0 && slot < kMaxWinners) sh.keys[slot] = select_key(s[u], b);
+      if (((taken[u] >> lane) & 1) != 0 && slot < kMaxWinners) sh.keys[slot] = select_key(s[u], b);
       at += static_cast<uint32_t>(lane_count(taken[u]));
     }
   });
 }
 
+template <int kThreads>
 __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   const uint32_t stride = static_cast<uint32_t>(visible) / kTopKSample;
-  for (int i = tid; i < kTopKSample; i += kTopKThreads) {
+  for (int i = tid; i < kTopKSample; i += kThreads) {
     const uint32_t b = static_cast<uint32_t>(i) * stride;
     sh.cand[i] = select_key(scores[b], b);
   }
   if (tid == 0) sh.count = 0;
   __syncthreads();
-  const uint64_t t = rank_threshold(CandidateKeys{sh.cand, kTopKSample}, kTopKSample, sample_rank(visible, k), sh);
-  gather_at_least(RowKeys{scores, static_cast<uint32_t>(visible)}, t, sh);
+  // The sample's threshold with its id half cleared: it only lowers the
+  // threshold (ties of its score join), which the checks below allow.
+  const CandidateKeys<kThreads> sample{sh.cand, kTopKSample};
+  const uint64_t t =
+      rank_threshold<kThreads>(sample, kTopKSample, sample_rank(visible, k), sh) & 0xFFFFFFFF00000000ull;
+  gather_at_least<kThreads>(RowKeys<kThreads>{scores, static_cast<uint32_t>(visible)}, t, sh);
   __syncthreads();
   const uint32_t n = sh.count;
   if (n < static_cast<uint32_t>(k) || n > static_cast<uint32_t>(kMaxWinners)) return false;  // uniform
-  const CandidateKeys gathered{sh.keys, n};
-  const uint64_t kth = rank_threshold(gathered, n, static_cast<uint32_t>(k), sh);
+  const CandidateKeys<kThreads> gathered{sh.keys, n};
+  const uint64_t kth = rank_threshold<kThreads>(gathered, n, static_cast<uint32_t>(k), sh);
   if (tid == 0) sh.cand_count = 0;
   __syncthreads();
   gathered.visit([&](uint64_t key, bool valid) {
     append_keys(sh.cand, &sh.cand_count, kMaxCandidates, valid && key >= kth, key);
   });
   __syncthreads();
-  for (int i = tid; i < k; i += kTopKThreads) sh.keys[i] = sh.cand[i];
+  for (int i = tid; i < k; i += kThreads) sh.keys[i] = sh.cand[i];
   __syncthreads();
   return true;
 }
@@ -430,17 +452,18 @@ __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, in
 // The k largest keys of scores[0, visible) (1 <= k <= visible, k <=
 // kMaxWinners), sorted descending into sh.keys[0, k); sh.keys[k,
 // next_pow2(k)) is zero padding (smaller than every key).
+template <int kThreads>
 __device__ inline void select_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
-  if (!(sampled_top_keys_apply(visible, k) && sampled_top_keys(scores, visible, k, sh)))
-    radix_top_keys(scores, visible, k, sh);
+  if (!(sampled_top_keys_apply(visible, k) && sampled_top_keys<kThreads>(scores, visible, k, sh)))
+    radix_top_keys<kThreads>(scores, visible, k, sh);
   const int n = next_pow2(k);
-  for (int i = k + tid; i < n; i += kTopKThreads) sh.keys[i] = 0;
+  for (int i = k + tid; i < n; i += kThreads) sh.keys[i] = 0;
   __syncthreads();
-  if (n <= kTopKThreads) {
+  if (n <= kThreads) {
     bitonic_sort_desc_small(sh.keys, n);
   } else {
-    bitonic_sort_desc(sh.keys, n);
+    bitonic_sort_desc<kThreads>(sh.keys, n);
   }
 }
 
