@@ -26,7 +26,11 @@
 
 namespace qsa::bench {
 
-inline constexpr double kMinBatchSeconds = 200e-6;
+// At least 1 ms per batch. With 200 us, a ~200 us launch (select at 64 rows
+// x 128K) was timed one or two to a batch depending on its warm-up, and the
+// one-launch batches measured 5-10 us more: the first launch's enqueue and
+// start latency fall inside the events and a batch of one cannot hide them.
+inline constexpr double kMinBatchSeconds = 1e-3;
 inline constexpr int kMaxCopies = 2048;  // beyond this tiny kernels stay L2-resident (counter `copies` shows it)
 
 // Two events; time() runs fn between them on `stream` and returns seconds.
