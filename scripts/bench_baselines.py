@@ -58,7 +58,7 @@ FP8_PREFILL_CHUNK = 2048
 
 POOL_BYTES = 16 * 2**30          # harness/bench/gpu/device_slab.hpp kPoolBytes
 MAX_COPIES = 256
-MIN_BATCH_SECONDS = 200e-6
+MIN_BATCH_SECONDS = 1e-3        # harness/bench/gpu/gpu_timing.hpp kMinBatchSeconds (200e-6 before 2026-12-01)
 PREFILL_ROWS_PER_PIECE = 256     # torch attention processes prefill rows in pieces (memory)
 SELECT_ROWS_PER_PIECE = 1024
 
