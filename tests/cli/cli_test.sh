@@ -201,6 +201,9 @@ PY
       expect 0 'call 2: attention/decode/b256/ctx32768/fp8: 1ac718b median 192[.]13 us, a31dfef.* median 169[.]81 us' \
         "$python" "$src/scripts/plot_ab_changes.py" --out "$work/changes.png"
       expect 2 'exists' "$python" "$src/scripts/plot_ab_changes.py" --out "$work/changes.png"
+      expect 0 'b64/ctx131072/bf16 1ms: 7986523 median 177[.]96 us over 6 processes' \
+        "$python" "$src/scripts/plot_select_batches.py" --out "$work/batches.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_select_batches.py" --out "$work/batches.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
