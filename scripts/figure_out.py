@@ -1,11 +1,27 @@
 """Where the issue 7 figure scripts (plot_attention_versions.py,
-plot_one_row_steps.py, plot_one_row_timeline.py) write: the --out and
---force arguments, the refusal to replace an existing file silently, and
-an atomic save.
+plot_one_row_steps.py, plot_one_row_timeline.py, plot_ab_*.py, ...) write:
+the --out and --force arguments, the refusal to replace an existing file
+silently, and an atomic save; and the one reader of the ab.json files that
+scripts/bench_ab.py writes.
 """
 import argparse
+import json
 import os
 import sys
+
+
+class FigureInputError(Exception):
+    """A data file a figure needs is missing or malformed (the scripts exit 2)."""
+
+
+def read_ab_runs(path):
+    """{benchmark: (side a's per-process times, side b's)} of one ab.json."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)["benchmarks"]
+        return {row["benchmark"]: (row["a"]["runs"], row["b"]["runs"]) for row in rows}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise FigureInputError(f"cannot read {path}: {e}")
 
 FIGURES = os.path.join(os.path.dirname(__file__), "..", "docs", "figures")
 

@@ -12,12 +12,11 @@ Usage: scripts/plot_ab_changes.py [--out FILE.png] [--force]
 Prints each comparison's medians. A missing file or benchmark, or an existing output without
 --force, is an error naming it (exit 2).
 """
-import json
 import os
 import statistics
 import sys
 
-from figure_out import parse_figure_args, refuses_to_replace, save_figure
+from figure_out import FigureInputError, parse_figure_args, read_ab_runs, refuses_to_replace, save_figure
 
 VERSIONS = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 
@@ -38,19 +37,9 @@ PANELS = [
 ]
 
 
-class InputError(Exception):
-    pass
-
-
 def read_runs(name):
     """{benchmark: (a runs, b runs)} of one ab.json."""
-    path = os.path.join(VERSIONS, name)
-    try:
-        with open(path) as f:
-            rows = json.load(f)["benchmarks"]
-        return {row["benchmark"]: (row["a"]["runs"], row["b"]["runs"]) for row in rows}
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
-        raise InputError(f"cannot read {path}: {e}")
+    return read_ab_runs(os.path.join(VERSIONS, name))
 
 
 def main():
@@ -63,9 +52,9 @@ def main():
             runs = read_runs(name)
             for bench, _, _ in PANELS:
                 if bench not in runs or not runs[bench][0] or not runs[bench][1]:
-                    raise InputError(f"{name}: no {bench} results")
+                    raise FigureInputError(f"{name}: no {bench} results")
             data.append((label, side_a, side_b, runs))
-    except InputError as e:
+    except FigureInputError as e:
         print(f"plot_ab_changes.py: {e}", file=sys.stderr)
         return 2
 

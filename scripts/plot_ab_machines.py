@@ -18,7 +18,7 @@ import os
 import statistics
 import sys
 
-from figure_out import parse_figure_args, refuses_to_replace, save_figure
+from figure_out import FigureInputError, parse_figure_args, read_ab_runs, refuses_to_replace, save_figure
 
 VERSIONS = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 BENCH = "attention/decode/b64/ctx32768/fp8"
@@ -39,10 +39,6 @@ SOURCES = [
 ]
 
 
-class InputError(Exception):
-    pass
-
-
 def read_series(name, kind, wanted):
     """{series key: [us per process]} of BENCH in one file."""
     path = os.path.join(VERSIONS, name)
@@ -50,7 +46,7 @@ def read_series(name, kind, wanted):
         with open(path) as f:
             data = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"cannot read {path}: {e}")
+        raise FigureInputError(f"cannot read {path}: {e}")
     out = {}
     if kind == "gbench":
         times = [b["real_time"] for b in data.get("benchmarks", []) if b["name"].startswith(BENCH + "/")]
@@ -58,12 +54,12 @@ def read_series(name, kind, wanted):
     elif kind == "us":
         out = data.get("us", {}).get(BENCH, {})
     else:
-        for row in data.get("benchmarks", []):
-            if row["benchmark"] == BENCH:
-                out = {"a": row["a"]["runs"], "b": row["b"]["runs"]}
+        runs = read_ab_runs(path).get(BENCH)
+        if runs:
+            out = {"a": runs[0], "b": runs[1]}
     missing = [k for k in wanted if not out.get(k)]
     if missing:
-        raise InputError(f"{path}: no {BENCH} results for {', '.join(repr(k) for k in missing)}")
+        raise FigureInputError(f"{path}: no {BENCH} results for {', '.join(repr(k) for k in missing)}")
     return out
 
 
@@ -79,7 +75,7 @@ def main():
             series = read_series(name, kind, wanted)
             for key, label in wanted.items():
                 points += [(machines.index(machine), label, t) for t in series[key]]
-    except InputError as e:
+    except FigureInputError as e:
         print(f"plot_ab_machines.py: {e}", file=sys.stderr)
         return 2
 
