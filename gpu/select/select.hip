@@ -315,12 +315,13 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
     if (staged) launch_staged<kKind>(l, s, d, index_q, compressed_keys, args, stream);
   }
   if (!staged) launch_direct<kKind, kVector>(l, index_q, compressed_keys, args, stream);
-  // A row's top-k is a chain of latencies (its pass over the row, the
-  // sample's and the winners' radix passes, the sort), so 1024 threads hide
-  // them better than 512 while every row has an SM of its own (select at 64
-  // rows x 128K: 201 -> 182 us; one row x 32K is 1 us slower). With more
-  // rows, two 512-thread blocks share an SM where 1024-thread blocks would
-  // queue for a second wave (256 rows: 5-12% slower; docs/performance.md).
+  // 1024 threads per row while every row has an SM of its own, 512 beyond:
+  // there two 512-thread blocks share an SM where 1024-thread ones would
+  // queue for a second wave (256 rows: 5-12% slower). At 64 rows x 128K the
+  // larger blocks took select from 194 to 178 us, mostly because they cannot
+  // become resident beside the scoring blocks: 512-thread top-k blocks placed
+  // early by the dependent launch cost ~13 us (a plain launch of them measured
+  // 181 us); one row x 32K is 1 us slower (docs/performance.md, tenth pass).
   if (int64_t{rows} <= device_limits().multiprocessors) {
     launch_dependent(select_topk_kernel<kTopKMaxThreads>, dim3(rows), dim3(kTopKMaxThreads), stream, args);
   } else {
