@@ -63,14 +63,14 @@ __device__ void topk_phase(const SelectArgs& a, int64_t t, int32_t visible, TopK
   const int k = visible < a.blocks_budget ? visible : a.blocks_budget;
   select_top_keys<kThreads>(scores, visible, k, sh);
   write_row<kThreads>(sh, k, a.blocks_budget, scores, visible, a.block_ids + t * a.blocks_budget,
-            a.block_scores + t * a.blocks_budget);
+                      a.block_scores + t * a.blocks_budget);
 }
 
 // The row's outputs when it sees no block (padding rows included).
 template <int kThreads>
 __device__ void write_empty_row(const SelectArgs& a, int64_t t, const TopKShared& sh) {
   write_row<kThreads>(sh, 0, a.blocks_budget, nullptr, 0, a.block_ids + t * a.blocks_budget,
-            a.block_scores + t * a.blocks_budget);
+                      a.block_scores + t * a.blocks_budget);
 }
 
 // The paged keys of row t's request (t a real row).
