@@ -379,17 +379,15 @@ __device__ inline bool sampled_top_keys_apply(int32_t visible, int k) {
   return int64_t{sample_rank(visible, k)} * (visible / kTopKSample) <= kMaxWinners * 3 / 4;
 }
 
-// Appends the row's keys >= t to sh.keys (from sh.count on, capped at
-// kMaxWinners), with t a key whose low (id) half is zero: the test is then
-// one 32-bit compare of the score's orderable bits, which is all a sampled
-// threshold needs (sampled_top_keys rounds its threshold down so). About
+// Appends the row's keys whose scores' orderable bits are >= t_hi to sh.keys
+// (from sh.count on, capped at kMaxWinners): the keys >= t_hi << 32, one
+// 32-bit compare per score, which is all a sampled threshold needs. About
 // 1,150 of 32K keys pass at the model's shape, which still puts one in most
 // waves' batches; the general visit, a ballot and an atomic per key, was
 // half of the top-k kernel's instructions (ncu). Here a wave's whole batch
 // takes one ballot per score slot and one atomic.
 template <int kThreads>
-__device__ inline void gather_at_least(const RowKeys<kThreads>& row, uint64_t t, TopKShared& sh) {
-  const uint32_t t_hi = static_cast<uint32_t>(t >> 32);
+__device__ inline void gather_at_least(const RowKeys<kThreads>& row, uint32_t t_hi, TopKShared& sh) {
   // Once per thread: lane_id() divides by warpSize, which nvcc does not
   // know to be 32 (ncu found the division in every batch).
   const int lane = lane_id();
@@ -427,12 +425,12 @@ __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, in
   }
   if (tid == 0) sh.count = 0;
   __syncthreads();
-  // The sample's threshold with its id half cleared: it only lowers the
-  // threshold (ties of its score join), which the checks below allow.
+  // The gather keeps the sample threshold's score and drops its id: a lower
+  // threshold (ties of that score join), which the checks below allow.
   const CandidateKeys<kThreads> sample{sh.cand, kTopKSample};
-  const uint64_t t =
-      rank_threshold<kThreads>(sample, kTopKSample, sample_rank(visible, k), sh) & 0xFFFFFFFF00000000ull;
-  gather_at_least<kThreads>(RowKeys<kThreads>{scores, static_cast<uint32_t>(visible)}, t, sh);
+  const uint64_t t = rank_threshold<kThreads>(sample, kTopKSample, sample_rank(visible, k), sh);
+  gather_at_least<kThreads>(RowKeys<kThreads>{scores, static_cast<uint32_t>(visible)}, static_cast<uint32_t>(t >> 32),
+                            sh);
   __syncthreads();
   const uint32_t n = sh.count;
   if (n < static_cast<uint32_t>(k) || n > static_cast<uint32_t>(kMaxWinners)) return false;  // uniform
