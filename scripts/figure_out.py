@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+FIGURES = os.path.join(os.path.dirname(__file__), "..", "docs", "figures")
+
 
 class FigureInputError(Exception):
     """A data file a figure needs is missing or malformed (the scripts exit 2)."""
@@ -22,8 +24,6 @@ def read_ab_runs(path):
         return {row["benchmark"]: (row["a"]["runs"], row["b"]["runs"]) for row in rows}
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise FigureInputError(f"cannot read {path}: {e}")
-
-FIGURES = os.path.join(os.path.dirname(__file__), "..", "docs", "figures")
 
 
 def parse_figure_args(doc, default_name):

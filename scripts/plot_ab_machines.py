@@ -42,21 +42,21 @@ SOURCES = [
 def read_series(name, kind, wanted):
     """{series key: [us per process]} of BENCH in one file."""
     path = os.path.join(VERSIONS, name)
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise FigureInputError(f"cannot read {path}: {e}")
     out = {}
-    if kind == "gbench":
-        times = [b["real_time"] for b in data.get("benchmarks", []) if b["name"].startswith(BENCH + "/")]
-        out[""] = times
-    elif kind == "us":
-        out = data.get("us", {}).get(BENCH, {})
-    else:
+    if kind == "ab":
         runs = read_ab_runs(path).get(BENCH)
         if runs:
             out = {"a": runs[0], "b": runs[1]}
+    else:
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise FigureInputError(f"cannot read {path}: {e}")
+        if kind == "gbench":
+            out[""] = [b["real_time"] for b in data.get("benchmarks", []) if b["name"].startswith(BENCH + "/")]
+        else:  # "us"
+            out = data.get("us", {}).get(BENCH, {})
     missing = [k for k in wanted if not out.get(k)]
     if missing:
         raise FigureInputError(f"{path}: no {BENCH} results for {', '.join(repr(k) for k in missing)}")

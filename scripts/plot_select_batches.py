@@ -18,7 +18,7 @@ import os
 import statistics
 import sys
 
-from figure_out import parse_figure_args, refuses_to_replace, save_figure
+from figure_out import FigureInputError, parse_figure_args, refuses_to_replace, save_figure
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions",
                     "h200-2026-12-01-select-batches.json")
@@ -35,29 +35,39 @@ def load(path):
         return [(p["run"], p["build"], p["benchmark"], float(p["median_us"]), int(p["launches_per_batch"]))
                 for p in processes]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"plot_select_batches.py: cannot read {path}: {e}", file=sys.stderr)
-        sys.exit(2)
+        raise FigureInputError(f"cannot read {path}: {e}")
+
+
+def processes_of(rows, run, build, name):
+    """(median us, launches per batch) of each process of `build` in `run`."""
+    pts = [(us, n) for (ru, bu, bench, us, n) in rows if ru == run and bu == build and bench == name]
+    if not pts:
+        raise FigureInputError(f"no processes of {build} in run {run} for {name}")
+    return pts
 
 
 def main():
     args = parse_figure_args(__doc__, "issue7-tenth-pass.png")
     if refuses_to_replace(args, "plot_select_batches.py"):
         return 2
-    rows = load(DATA)
+    dtypes = ["bf16", "fp8"]
+    try:
+        rows = load(DATA)
+        series = {(dtype, run, build): processes_of(rows, run, build, f"select/decode/b64/ctx131072/{dtype}")
+                  for dtype in dtypes for run, _ in RUNS for build, _, _ in BUILDS}
+    except FigureInputError as e:
+        print(f"plot_select_batches.py: {e}", file=sys.stderr)
+        return 2
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    dtypes = ["bf16", "fp8"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
     for ax, dtype in zip(axes, dtypes):
         name = f"select/decode/b64/ctx131072/{dtype}"
         for r, (run, run_label) in enumerate(RUNS):
             for b, (build, build_label, color) in enumerate(BUILDS):
-                pts = [(us, n) for (ru, bu, bench, us, n) in rows if ru == run and bu == build and bench == name]
-                if not pts:
-                    print(f"plot_select_batches.py: no processes of {build} in run {run} for {name}", file=sys.stderr)
-                    sys.exit(2)
+                pts = series[(dtype, run, build)]
                 x0 = 2.5 * r + b
                 for i, (us, n) in enumerate(pts):
                     ax.scatter(x0 + 0.08 * (i - len(pts) / 2), us, color=color, marker=MARKERS.get(n, "s"), s=28)
