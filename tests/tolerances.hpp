@@ -297,15 +297,23 @@ inline constexpr double kGpuGateFp32Rel = 8.0 * kGpuFp32Unit;
 inline constexpr double kSweepOctaveOverBf16 = 10.0;
 
 // GPU select: fp32 block score against the fp64 reference. Inputs are bf16/fp8 values, so every
-// product q_j k_j is exact in fp32 and only sums round (u = 2^-24): a d-term
-// fma chain errs <= (d - 1)u sum_j |q_j k_j|, ReLU is 1-Lipschitz, the
-// H-term head sum adds (H - 1)u, fp32(s) and the product with it 2u, all
-// relative to s sum_h sum_j |q_hj k_j|. (d + H + 4)u covers second-order terms
-// and the reference's own fp64 error (~(d + H)2^-53). A worst-case bound, not
-// the sqrt(n) typical one: it holds for every one of the ~10^6 scores a run
-// checks, and it is also the tie band of the end-to-end comparison.
+// product q_j k_j is exact in fp32 and only sums round. Two formulas (gpu/select/select.hpp):
+//  - fma chains (fp8, and every AMD build): a d-term chain errs <= (d - 1)u sum_j |q_j k_j|
+//    (u = 2^-24), ReLU is 1-Lipschitz, the H-term head sum adds (H - 1)u, fp32(s) and the
+//    product with it 2u: (d + H + 4)u covers these, second-order terms and the reference's own
+//    fp64 error (~(d + H)2^-53);
+//  - bf16 m16n8k16 mma chains (NVIDIA): 2 ceil(d / 32) steps, each adding 16 exact products to
+//    the accumulator. Modelled as tensor cores are measured to behave (products exact, aligned
+//    to the largest of the 17 terms with at least 24 significant bits kept and the rest
+//    truncated, the sum truncated to fp32), one step errs < 16 · 2^-23 (the aligned terms) +
+//    2^-23 (the result) <= 34u of its terms' magnitude, each at most the running sum of |q_j k_j|:
+//    36u per step covers that with room, then (H + 4)u as above.
+// The bound is the larger, 36u · 2 ceil(d / 32) >= 2.25 d u. A worst-case bound, not the
+// sqrt(n) typical one: it holds for every one of the ~10^6 scores a run checks, and it is also
+// the tie band of the end-to-end comparison.
 inline double gpu_select_score_tol(double scaled_abs_sum, int dim, int heads) {
-  return (dim + heads + 4) * 0x1p-24 * scaled_abs_sum;
+  const double mma_steps = 2.0 * ((dim + 31) / 32);
+  return (36.0 * mma_steps + heads + 4) * 0x1p-24 * scaled_abs_sum;
 }
 
 // GPU projection (tests/gpu/projection_test.cpp), fp32 output against the

@@ -20,6 +20,10 @@
 #include "gpu/select/select_staged_scores.hpp"
 #include "gpu/select/select_topk.hpp"
 
+#if defined(QSA_GPU_CUDA)
+#include "gpu/select/select_mma_scores.hpp"
+#endif
+
 namespace qsa::gpu {
 
 namespace select_detail {
@@ -37,6 +41,19 @@ static_assert((kFp8TableFloats + kSelectMaxQueryValues) * sizeof(float) <= 48 * 
 // Threads of the fused decode kernel, which scores a short row before its
 // top-k in the same block.
 inline constexpr int kFusedThreads = 512;
+
+// Whether this build scores kKind's codes with tensor cores
+// (select_mma_scores.hpp: bf16 on NVIDIA) rather than with the fma chains of
+// select_scores.hpp. Every path of a build takes the same branch, so their
+// bits agree. For these kernels kVector means 16-byte reads of keys and
+// query alike (d_I % 8 == 0, both pointers 16-byte aligned).
+#if defined(QSA_GPU_CUDA)
+template <CodeKind kKind>
+inline constexpr bool kMmaScores = kKind == CodeKind::kBf16;
+#else
+template <CodeKind kKind>
+inline constexpr bool kMmaScores = false;
+#endif
 
 // Writes ids[i], scores[i] for i < K_B: the k sorted winners, then -1 / -inf.
 template <int kThreads>
@@ -83,7 +100,7 @@ __device__ PagedKeys request_keys(const SelectArgs& a, int64_t t) {
 // row per block (see launch_decode). fp8 keys are decoded by arithmetic: the
 // table of the scoring kernel would not fit beside TopKShared, and these
 // rows are short.
-template <CodeKind kKind, bool kVector, class Code>
+template <CodeKind kKind, bool kVector, class Code, bool kSmall>
 __global__ void __launch_bounds__(kFusedThreads)
     select_decode_kernel(const Code* index_q, const Code* compressed_keys, SelectArgs a) {
   __shared__ TopKShared sh;
@@ -93,15 +110,26 @@ __global__ void __launch_bounds__(kFusedThreads)
     write_empty_row<kFusedThreads>(a, t, sh);
     return;
   }
-  // Phase 1. The query row borrows the histogram, which phase 2 first zeroes
-  // after the barrier below. The scratch row is written and re-read by this
-  // block only: __syncthreads makes the global writes visible to its threads.
-  float* q_s = reinterpret_cast<float*>(sh.hist);
-  const int query_values = a.heads * a.dim;
-  load_query_row<kKind>(index_q + t * query_values, query_values, q_s);
-  __syncthreads();
+  // Phase 1. The scratch row is written and re-read by this block only:
+  // __syncthreads makes the global writes visible to its threads.
   const PagedKeys keys = request_keys(a, t);
   float* scores = a.score_scratch + t * a.score_stride;
+  const int query_values = a.heads * a.dim;
+#if defined(QSA_GPU_CUDA)
+  if constexpr (kMmaScores<kKind>) {
+    const auto q = mma_query<kSmall, kVector>(index_q + t * query_values, a.heads, a.dim);
+    mma_score_tiles<kSmall, kVector, false>(q, compressed_keys, keys, a.heads, a.scale, visible,
+                                    int64_t{wave_id()} * kMmaTileKeys, kFusedThreads, scores);
+    __syncthreads();
+    topk_phase<kFusedThreads>(a, t, visible, sh);
+    return;
+  }
+#endif
+  // The query row borrows the histogram, which phase 2 first zeroes after
+  // the barrier below.
+  float* q_s = reinterpret_cast<float*>(sh.hist);
+  load_query_row<kKind>(index_q + t * query_values, query_values, q_s);
+  __syncthreads();
   for (int64_t b0 = 0; b0 < visible; b0 += kFusedThreads)
     score_chunk<kKind, kVector, 1>(q_s, compressed_keys, keys, a.heads, a.scale, visible, b0, PackedDecoder<kKind>{},
                                    scores);
@@ -198,6 +226,66 @@ __global__ void __launch_bounds__(kPrefillScoreThreads)
                              tiles_s + static_cast<size_t>(shape.rows) * shape.q_stride, vis_s, ok_s);
 }
 
+#if defined(QSA_GPU_CUDA)
+// Decode path, phase 1 with tensor cores (select_mma_scores.hpp): wave w of
+// block (t, y) scores the wave tiles y · kMmaWaves + w + i · gridDim.y ·
+// kMmaWaves of row t; no shared memory, no barrier.
+// kSmall: mma_small(H_I, d_I); kWhole: kSmall, kVector and d_I % 32 == 0
+// (key loads without bound tests).
+template <bool kSmall, bool kVector, bool kWhole>
+__global__ void __launch_bounds__(kMmaScoreThreads, 2)
+    select_mma_score_kernel(const uint16_t* index_q, const uint16_t* compressed_keys, SelectArgs a) {
+  allow_dependent_launch();  // the top-k's blocks may get ready (launch_decode)
+  const int64_t t = blockIdx.x;
+  const int32_t visible = guarded_visible(a, t);
+  const int64_t step = int64_t{gridDim.y} * kMmaWaves * kMmaTileKeys;
+  const int64_t first = (int64_t{blockIdx.y} * kMmaWaves + wave_id()) * kMmaTileKeys;
+  if (first >= visible) return;  // uniform over the wave
+  const auto q = mma_query<kSmall, kVector>(index_q + t * a.heads * a.dim, a.heads, a.dim);
+  mma_score_tiles<kSmall, kVector, kWhole>(q, compressed_keys, request_keys(a, t), a.heads, a.scale, visible, first, step,
+                                   a.score_scratch + t * a.score_stride);
+}
+
+// Prefill path, phase 1 with tensor cores: block c takes rows [c · chunk,
+// (c + 1) · chunk), run by run of one request (as score_prefill_chunk). Each
+// wave takes tiles of the run's blocks, looks their cache rows up once and
+// scores them for every row of the run that sees them: the run's rows read
+// a tile's keys from L1 after the first.
+template <bool kSmall, bool kVector>
+__global__ void __launch_bounds__(kMmaScoreThreads)
+    select_mma_prefill_kernel(const uint16_t* index_q, const uint16_t* compressed_keys, SelectArgs a, int chunk) {
+  const int64_t c0 = int64_t{blockIdx.x} * chunk;
+  const int64_t c1 = c0 + chunk < a.rows ? c0 + chunk : a.rows;
+  for (int64_t r0 = c0; r0 < c1;) {
+    const int32_t req = a.token_to_req[r0];
+    int64_t r1 = r0 + 1;
+    while (r1 < c1 && a.token_to_req[r1] == req) ++r1;
+    if (req >= 0 && req < a.num_requests) {
+      int32_t max_v = 0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const int32_t v = guarded_visible(a, r);
+        max_v = v > max_v ? v : max_v;
+      }
+      const PagedKeys keys = request_keys(a, r0);
+      for (int64_t b0 = int64_t{wave_id()} * kMmaTileKeys; b0 < max_v; b0 += kMmaScoreThreads) {
+        const int64_t b = b0 + (threadIdx.x & 31);
+        const MmaTileKeys k =
+            mma_tile_keys(compressed_keys, a.dim, b < max_v ? paged_row(keys, static_cast<int32_t>(b)) : -1);
+        for (int64_t r = r0; r < r1; ++r) {
+          const int32_t visible = guarded_visible(a, r);
+          if (b0 >= visible) continue;  // uniform over the wave
+          const auto q = mma_query<kSmall, kVector>(index_q + r * a.heads * a.dim, a.heads, a.dim);
+          float s[4];
+          mma_tile_scores<kSmall, kVector, false>(q, k, a.heads, a.dim, a.scale, s);
+          mma_store_tile(k.mapped, s, b0, visible, a.score_scratch + r * a.score_stride);
+        }
+      }
+    }
+    r0 = r1;
+  }
+}
+#endif
+
 // Phase 2 of the split decode path and of the prefill path: one block of
 // kThreads per row over the scratch the scoring kernel wrote earlier on the
 // same stream.
@@ -290,6 +378,58 @@ void launch_direct(const SelectLayout& l, const Code* index_q, const Code* compr
   QSA_GPU_CHECK_LAUNCH();
 }
 
+#if defined(QSA_GPU_CUDA)
+// The tensor-core scorer over (rows, per_row) blocks: as many per row as
+// fit on the device at once beside the other rows' (at least one, at most
+// one per kMmaScoreThreads blocks of the longest row), so no block waits
+// for a second wave and each wave streams many tiles.
+template <bool kSmall, bool kVector, bool kWhole>
+void launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uint16_t* compressed_keys,
+                       const SelectArgs& args, hipStream_t stream) {
+  const DeviceLimits& d = device_limits();
+  const int64_t slots = int64_t{d.multiprocessors} *
+                        resident_blocks(reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole>),
+                                        kMmaScoreThreads, 0);
+  int64_t rounds = (int64_t{l.max_visible} + kMmaScoreThreads - 1) / kMmaScoreThreads;
+  rounds = rounds < 65535 ? rounds : 65535;  // gridDim.y; the kernel strides over it
+  int64_t per_row = slots / l.rows;
+  per_row = per_row < 1 ? 1 : per_row > rounds ? rounds : per_row;
+  const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(per_row));
+  select_mma_score_kernel<kSmall, kVector, kWhole><<<grid, kMmaScoreThreads, 0, stream>>>(index_q, compressed_keys, args);
+  QSA_GPU_CHECK_LAUNCH();
+}
+#endif
+
+// Phase 1 of the split decode path: the tensor-core scorer where this build
+// has one for kKind, else the staged reader where its rings fit, else the
+// direct one.
+template <CodeKind kKind, bool kVector, class Code>
+void launch_split_scores(const SelectLayout& l, const Code* index_q, const Code* compressed_keys,
+                         const SelectArgs& args, hipStream_t stream) {
+#if defined(QSA_GPU_CUDA)
+  if constexpr (kMmaScores<kKind>) {
+    if (!mma_small(args.heads, args.dim)) {
+      launch_mma_scores<false, kVector, false>(l, index_q, compressed_keys, args, stream);
+    } else if (kVector && args.dim % kMmaChunkDims == 0) {
+      launch_mma_scores<true, kVector, kVector>(l, index_q, compressed_keys, args, stream);
+    } else {
+      launch_mma_scores<true, kVector, false>(l, index_q, compressed_keys, args, stream);
+    }
+  } else  // (the fma-chain kernels are not instantiated for kKind then)
+#endif
+  {
+    if constexpr (kVector) {
+      const DeviceLimits& d = device_limits();
+      const StagedShape s = staged_shape<kKind, Code>(l, args, d);
+      if (s.waves > 0) {
+        launch_staged<kKind>(l, s, d, index_q, compressed_keys, args, stream);
+        return;
+      }
+    }
+    launch_direct<kKind, kVector>(l, index_q, compressed_keys, args, stream);
+  }
+}
+
 // The decode path. When no row sees more than one chunk (max_visible <=
 // kSelectDecodeChunk), splitting would add a launch and a round trip of the
 // scores, so both phases run fused in one block per row. Longer rows are
@@ -303,18 +443,22 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
                    hipStream_t stream) {
   const unsigned rows = static_cast<unsigned>(l.rows);
   if (l.max_visible <= kSelectDecodeChunk) {
-    select_decode_kernel<kKind, kVector, Code><<<rows, kFusedThreads, 0, stream>>>(index_q, compressed_keys, args);
+    bool small = true;  // the fma-chain kinds ignore it
+#if defined(QSA_GPU_CUDA)
+    if constexpr (kMmaScores<kKind>) small = mma_small(args.heads, args.dim);
+#endif
+    if (small) {
+      select_decode_kernel<kKind, kVector, Code, true><<<rows, kFusedThreads, 0, stream>>>(index_q, compressed_keys,
+                                                                                          args);
+    } else {
+      if constexpr (kMmaScores<kKind>)
+        select_decode_kernel<kKind, kVector, Code, false><<<rows, kFusedThreads, 0, stream>>>(index_q,
+                                                                                             compressed_keys, args);
+    }
     QSA_GPU_CHECK_LAUNCH();
     return;
   }
-  bool staged = false;
-  if constexpr (kVector) {
-    const DeviceLimits& d = device_limits();
-    const StagedShape s = staged_shape<kKind, Code>(l, args, d);
-    staged = s.waves > 0;
-    if (staged) launch_staged<kKind>(l, s, d, index_q, compressed_keys, args, stream);
-  }
-  if (!staged) launch_direct<kKind, kVector>(l, index_q, compressed_keys, args, stream);
+  launch_split_scores<kKind, kVector>(l, index_q, compressed_keys, args, stream);
   // 1024 threads per row while every row has an SM of its own, 512 beyond:
   // there two 512-thread blocks share an SM where 1024-thread ones would
   // queue for a second wave (256 rows: 5-12% slower). At 64 rows x 128K the
@@ -343,9 +487,26 @@ void launch_kernels(const SelectLayout& l, const SelectPrefillShape* prefill, bo
     return;
   }
   const int64_t chunks = (l.rows + prefill->rows - 1) / prefill->rows;
-  select_prefill_score_kernel<kKind, Code>
-      <<<static_cast<unsigned>(chunks), kPrefillScoreThreads, prefill->shared_bytes(), stream>>>(q, k, args,
-                                                                                                 *prefill);
+#if defined(QSA_GPU_CUDA)
+  if constexpr (kMmaScores<kKind>) {
+    const unsigned grid = static_cast<unsigned>(chunks);
+    const bool small = mma_small(args.heads, args.dim);
+    if (small && vector_keys) {
+      select_mma_prefill_kernel<true, true><<<grid, kMmaScoreThreads, 0, stream>>>(q, k, args, prefill->rows);
+    } else if (small) {
+      select_mma_prefill_kernel<true, false><<<grid, kMmaScoreThreads, 0, stream>>>(q, k, args, prefill->rows);
+    } else if (vector_keys) {
+      select_mma_prefill_kernel<false, true><<<grid, kMmaScoreThreads, 0, stream>>>(q, k, args, prefill->rows);
+    } else {
+      select_mma_prefill_kernel<false, false><<<grid, kMmaScoreThreads, 0, stream>>>(q, k, args, prefill->rows);
+    }
+  } else
+#endif
+  {
+    select_prefill_score_kernel<kKind, Code>
+        <<<static_cast<unsigned>(chunks), kPrefillScoreThreads, prefill->shared_bytes(), stream>>>(q, k, args,
+                                                                                                   *prefill);
+  }
   QSA_GPU_CHECK_LAUNCH();
   select_topk_kernel<kTopKMaxThreads / 2><<<static_cast<unsigned>(l.rows), kTopKMaxThreads / 2, 0, stream>>>(args);
   QSA_GPU_CHECK_LAUNCH();
@@ -391,9 +552,16 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
   args.scale = static_cast<float>(p.score_scale);
 
   // The decode scorer's 16-byte key reads: whole vectors per key row and an
-  // aligned cache (rows then start at multiples of 16 bytes too).
-  const bool vector_keys =
-      p.dim % 16 == 0 && is_aligned(compressed_keys, 16);
+  // aligned cache (rows then start at multiples of 16 bytes too). The
+  // tensor-core scorer (bf16 on NVIDIA) reads 8 codes at a time, of the query
+  // too.
+#if defined(QSA_GPU_CUDA)
+  const bool mma_scores = codes.dtype == IndexerDtype::kBf16;
+#else
+  const bool mma_scores = false;
+#endif
+  const bool vector_keys = mma_scores ? p.dim % 8 == 0 && is_aligned(compressed_keys, 16) && is_aligned(index_q, 16)
+                                      : p.dim % 16 == 0 && is_aligned(compressed_keys, 16);
   const SelectPrefillShape shape = select_prefill_shape(p);
   const SelectPrefillShape* prefill =
       resolve_select_path(p, layout, path) == SelectPath::kPrefill ? &shape : nullptr;

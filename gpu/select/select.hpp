@@ -32,10 +32,15 @@
 // inverted id) with 12-bit digits and wave-aggregated histogram counts,
 // resolves the last digits over the K-th key's bucket in shared memory, and
 // sorts the winners with a bitonic sort (gpu/select/select_topk.hpp).
-// All paths compute every score with the same fma sequence (per head one fma
-// chain over j = 0 .. d_I - 1, heads added in increasing h, then times s), so
-// the prefill path's scratch, ids and scores are bit-identical to the decode
-// path's. The tiles are found in-kernel from token_to_req: the prefill path
+// All paths of a build compute every score with the same sequence, so the
+// prefill path's scratch, ids and scores are bit-identical to the decode
+// path's: per head one fma chain over j = 0 .. d_I - 1, heads added in
+// increasing h, then times s (select_scores.hpp); except bf16 codes on
+// NVIDIA, where per group of 8 heads one chain of bf16 m16n8k16 tensor-core
+// mmas over the dims replaces the fma chains and one wave scores 32 blocks
+// with 16-byte loads, no staging, in every path (select_mma_scores.hpp). The
+// two formulas' bits differ; tests/tolerances.hpp bounds both against the
+// fp64 reference. The tiles are found in-kernel from token_to_req: the prefill path
 // needs no extra input. See docs/gpu-validation.md (select) for limits.
 #pragma once
 
