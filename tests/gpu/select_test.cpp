@@ -167,6 +167,11 @@ std::vector<Case> special_cases() {
       {512, 3000, 4, 512, bf16, fn, Keys::kRandom},
       {256, 3000, 2, 48, fp8, fn, Keys::kRandom},
       {64, 3000, 1, 2048, bf16, fn, Keys::kRandom},
+      // The NVIDIA tensor-core scorer's general shapes: two head groups of
+      // 8 (the second one partial), with NaN blocks; and d_I = 96 (whole
+      // 32-dim chunks, fewer than its registers hold).
+      {512, 3000, 12, 64, bf16, fn, Keys::kNan},
+      {512, 5000, 3, 96, bf16, fn, Keys::kRandom},
       // Long rows whose strided sample misleads the sampled top-k both ways
       // (too few keys above its threshold, too many): the exact fallback.
       {512, 40000, 4, 32, bf16, fn, Keys::kSampleHigh},
