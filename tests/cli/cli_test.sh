@@ -204,6 +204,9 @@ PY
       expect 0 'b64/ctx131072/bf16 1ms: 7986523 median 177[.]96 us over 6 processes' \
         "$python" "$src/scripts/plot_select_batches.py" --out "$work/batches.png"
       expect 2 'exists' "$python" "$src/scripts/plot_select_batches.py" --out "$work/batches.png"
+      expect 0 'b64/ctx131072/bf16: v1 [+]61[.]2%, .* v4 [+]1[.]5%' \
+        "$python" "$src/scripts/plot_select_mma_versions.py" --out "$work/mma.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_select_mma_versions.py" --out "$work/mma.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
