@@ -137,7 +137,8 @@ SelectLayout validate_select(const SelectParams& p, const IndexerCodes& codes, i
                              const std::vector<int32_t>& visible_blocks, const TensorI32& block_table_c);
 
 // The checks launch_select runs itself (no host copies needed): params within
-// the kernel's limits (ConfigError) and a self-consistent layout (InputError).
+// the kernel's limits (ConfigError) and a self-consistent layout (InputError;
+// visible blocks need a compressed cache of at least one row).
 void check_select_params(const SelectParams& p, const IndexerCodes& codes);
 void check_select_layout(const SelectLayout& layout);
 

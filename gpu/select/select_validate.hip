@@ -48,6 +48,11 @@ void check_select_layout(const SelectLayout& l) {
   if (l.score_stride < l.max_visible)
     throw InputError("select layout: score_stride = " + str(l.score_stride) +
                      " cannot hold the scores of max_visible = " + str(l.max_visible) + " blocks");
+  // The tensor-core scorer reads a stand-in row (the cache's first) for an
+  // unmapped block of a tile, so a visible block needs a cache with rows.
+  if (l.max_visible > 0 && l.cache_rows() == 0)
+    throw InputError("select layout: max_visible = " + str(l.max_visible) +
+                     " blocks are visible but the compressed cache has no rows (num_pages = " + str(l.num_pages) + ")");
   // A row can only see blocks its table can map.
   if (int64_t{l.max_visible} > int64_t{l.max_pages} * l.rows_per_page)
     throw InputError("select layout: max_visible = " + str(l.max_visible) + " blocks exceed what " +

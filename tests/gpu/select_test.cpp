@@ -391,6 +391,11 @@ TEST(GpuSelectValidate, LauncherRejectsInconsistentLayouts) {
   EXPECT_THROW(gpu::launch_select(in.p, in.codes, l, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                   nullptr, hipStream_t{}),
                InputError);
+  l = in.validate();
+  l.num_pages = 0;  // visible blocks, no cache rows: nothing a scorer may read
+  EXPECT_THROW(gpu::launch_select(in.p, in.codes, l, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                  nullptr, hipStream_t{}),
+               InputError);
   l = in.validate();  // consistent, but the pointers are missing
   EXPECT_THROW(gpu::launch_select(in.p, in.codes, l, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                                   nullptr, hipStream_t{}),
