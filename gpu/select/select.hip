@@ -2,10 +2,11 @@
 // select_staged_scores.hpp (decode scores, keys staged through shared
 // memory), select_decode_scores.hpp (decode scores read directly, a chunk of
 // blocks of one row), select_prefill_scores.hpp (tiled prefill scores),
-// select_scores.hpp (the formula all share) and select_topk.hpp (radix
-// select + bitonic sort); this file ties them into the kernels, picks the
-// decode path's kernels, their shapes and the key reader, and dispatches on
-// the indexer dtype.
+// select_scores.hpp (the fma-chain formula those share),
+// select_mma_scores.hpp (bf16 on NVIDIA: every path's scores with tensor
+// cores) and select_topk.hpp (radix select + bitonic sort); this file ties
+// them into the kernels, picks the decode path's kernels, their shapes and
+// the key reader, and dispatches on the indexer dtype.
 #include "gpu/select/select.hpp"
 
 #include <cstdint>
@@ -435,9 +436,10 @@ void launch_split_scores(const SelectLayout& l, const Code* index_q, const Code*
 // scores, so both phases run fused in one block per row. Longer rows are
 // split: a scoring kernel whose grid spreads every row over many blocks
 // keeps every SM streaming keys whatever the row count, then the top-k
-// kernel reads the scores back from L2. The vector reader scores through the
-// staged kernel where its rings fit; the scalar one (and keys too long to
-// stage) through the direct kernel.
+// kernel reads the scores back from L2. bf16 on NVIDIA scores through the
+// tensor-core kernel; otherwise the vector reader scores through the staged
+// kernel where its rings fit, the scalar one (and keys too long to stage)
+// through the direct kernel (launch_split_scores).
 template <CodeKind kKind, bool kVector, class Code>
 void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compressed_keys, const SelectArgs& args,
                    hipStream_t stream) {
