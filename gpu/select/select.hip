@@ -314,6 +314,17 @@ int staged_blocks_per_sm(int threads, size_t bytes) {
   return resident_blocks(reinterpret_cast<const void*>(select_staged_score_kernel<kKind, Code>), threads, bytes);
 }
 
+// Blocks per row of a split scoring grid (rows, per_row) of `threads`-thread
+// blocks, `slots` of which fit on the device at once: as many as fit beside
+// the other rows' blocks, at least one, at most one per `threads` blocks of
+// the longest row (and gridDim.y's limit: the kernels stride over it).
+int64_t blocks_per_row(int64_t slots, int64_t rows, int32_t max_visible, int threads) {
+  int64_t rounds = (int64_t{max_visible} + threads - 1) / threads;
+  rounds = rounds < 65535 ? rounds : 65535;
+  const int64_t per_row = slots / rows;
+  return per_row < 1 ? 1 : per_row > rounds ? rounds : per_row;
+}
+
 // A staged scoring launch: grid (rows, per_row) of blocks of `waves` waves.
 struct StagedShape {
   int waves = 0;  // 0: not even one wave's ring fits (keys of several KiB): the direct reader runs
@@ -342,10 +353,7 @@ StagedShape staged_shape(const SelectLayout& l, const SelectArgs& a, const Devic
     if (bytes > d.max_shared) continue;
     const int threads = waves * d.wave;
     const int64_t slots = int64_t{d.multiprocessors} * staged_blocks_per_sm<kKind, Code>(threads, bytes);
-    int64_t rounds = (int64_t{l.max_visible} + threads - 1) / threads;
-    rounds = rounds < 65535 ? rounds : 65535;  // gridDim.y; the kernel strides over it
-    int64_t per_row = slots / l.rows;
-    per_row = per_row < 1 ? 1 : per_row > rounds ? rounds : per_row;
+    const int64_t per_row = blocks_per_row(slots, l.rows, l.max_visible, threads);
     const int64_t blocks = l.rows * per_row;
     const int64_t resident_waves = (blocks < slots ? blocks : slots) * waves;
     if (resident_waves > best_waves) {
@@ -391,10 +399,7 @@ void launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uin
   const int64_t slots = int64_t{d.multiprocessors} *
                         resident_blocks(reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole>),
                                         kMmaScoreThreads, 0);
-  int64_t rounds = (int64_t{l.max_visible} + kMmaScoreThreads - 1) / kMmaScoreThreads;
-  rounds = rounds < 65535 ? rounds : 65535;  // gridDim.y; the kernel strides over it
-  int64_t per_row = slots / l.rows;
-  per_row = per_row < 1 ? 1 : per_row > rounds ? rounds : per_row;
+  const int64_t per_row = blocks_per_row(slots, l.rows, l.max_visible, kMmaScoreThreads);
   const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(per_row));
   select_mma_score_kernel<kSmall, kVector, kWhole><<<grid, kMmaScoreThreads, 0, stream>>>(index_q, compressed_keys, args);
   QSA_GPU_CHECK_LAUNCH();

@@ -65,6 +65,9 @@ __host__ __device__ inline bool mma_small(int heads, int dim) {
   return heads <= kMmaHeads && dim <= kMmaMaxChunks * kMmaChunkDims;
 }
 
+// The lane in the wave. wave.hpp's lane_id() divides by warpSize, which nvcc
+// does not fold to 32 (docs/performance.md, tenth pass); this file is
+// NVIDIA-only, where a wave is 32 lanes.
 __device__ inline int mma_lane() { return static_cast<int>(threadIdx.x) & 31; }
 
 // Codes p[j, j + 8) as a 16-byte fragment, zero past `dim`. kVector: p + j
