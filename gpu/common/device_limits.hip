@@ -48,7 +48,7 @@ const DeviceLimits& device_limits() {
   return limits[device];
 }
 
-int resident_blocks(const void* kernel, int threads, size_t shared_bytes) {
+int resident_blocks(const void* kernel, int threads, size_t shared_bytes, Carveout carveout) {
   const DeviceLimits& d = device_limits();
   static std::mutex mutex;
   static std::set<std::pair<int, const void*>> opted_in;                    // (device, kernel)
@@ -61,8 +61,10 @@ int resident_blocks(const void* kernel, int threads, size_t shared_bytes) {
 #if defined(QSA_GPU_CUDA)
     QSA_GPU_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d.max_shared)));
-    QSA_GPU_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    const int percent = carveout == Carveout::kMaxL1 ? cudaSharedmemCarveoutMaxL1 : cudaSharedmemCarveoutMaxShared;
+    QSA_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
+#else
+    (void)carveout;
 #endif
   }
   int n = 0;

@@ -19,13 +19,23 @@ struct DeviceLimits {
 // The current device's limits (ConfigError for an ordinal of 64 or more).
 const DeviceLimits& device_limits();
 
+// How an NVIDIA multiprocessor splits its on-chip memory between shared
+// memory and L1 for a kernel (AMD has no such split: ignored there).
+// kMaxShared suits kernels that stage their operands in shared memory (the
+// attention kernels, the staged scorer); kMaxL1 suits kernels that use none
+// and read through L1 (the tensor-core select scorer: with the largest
+// shared-memory carveout it ran with about 23 KB of L1, docs/performance.md,
+// twelfth pass).
+enum class Carveout { kMaxShared, kMaxL1 };
+
 // Blocks of `kernel` (a __global__ function's address) that one
 // multiprocessor of the current device holds with `threads` threads and
 // `shared_bytes` of dynamic shared memory. On NVIDIA the kernel first opts
-// in to the device's whole shared memory per block and to the largest
-// shared-memory carveout; that is done once per (device, kernel), and the
-// answer is cached per (device, kernel, threads, bytes): launchers call this
-// on every launch. At least 1 (a launch that does not fit fails on its own).
-int resident_blocks(const void* kernel, int threads, size_t shared_bytes);
+// in to the device's whole shared memory per block and to `carveout`; that
+// is done once per (device, kernel) (a kernel keeps the carveout of its
+// first call), and the answer is cached per (device, kernel, threads,
+// bytes): launchers call this on every launch. At least 1 (a launch that
+// does not fit fails on its own).
+int resident_blocks(const void* kernel, int threads, size_t shared_bytes, Carveout carveout = Carveout::kMaxShared);
 
 }  // namespace qsa::gpu

@@ -398,7 +398,7 @@ void launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uin
   const DeviceLimits& d = device_limits();
   const int64_t slots = int64_t{d.multiprocessors} *
                         resident_blocks(reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole>),
-                                        kMmaScoreThreads, 0);
+                                        kMmaScoreThreads, 0, Carveout::kMaxL1);
   const int64_t per_row = blocks_per_row(slots, l.rows, l.max_visible, kMmaScoreThreads);
   const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(per_row));
   select_mma_score_kernel<kSmall, kVector, kWhole><<<grid, kMmaScoreThreads, 0, stream>>>(index_q, compressed_keys, args);
