@@ -99,14 +99,16 @@ __device__ inline uint4 mma_key_codes8(const uint16_t* p, int j, int dim) {
   }
 }
 
-// This lane's query fragments of head h0 + gq (zero past H_I): chunk c at qf[c].
+// This lane's query fragments of head h0 + gq (zero past H_I) for chunks
+// c0 .. c0 + kMmaMaxChunks - 1: chunk c0 + c at qf[c] (zero past d_I).
 template <bool kVector>
-__device__ inline void mma_query_frags(const uint16_t* q, int h0, int heads, int dim, uint4 (&qf)[kMmaMaxChunks]) {
+__device__ inline void mma_query_frags(const uint16_t* q, int h0, int c0, int heads, int dim,
+                                       uint4 (&qf)[kMmaMaxChunks]) {
   const int gq = mma_lane() >> 2;
   const int piece = 8 * (mma_lane() & 3);
 #pragma unroll
   for (int c = 0; c < kMmaMaxChunks; ++c)
-    qf[c] = h0 + gq < heads ? mma_codes8<kVector>(q + (h0 + gq) * dim, kMmaChunkDims * c + piece, dim)
+    qf[c] = h0 + gq < heads ? mma_codes8<kVector>(q + (h0 + gq) * dim, kMmaChunkDims * (c0 + c) + piece, dim)
                             : make_uint4(0u, 0u, 0u, 0u);
 }
 
@@ -247,7 +249,7 @@ __device__ inline void mma_load_keys(const MmaTileKeys& k, int dim, uint4 (&kv)[
 }
 
 // out[u] = score of the tile's key gq + 8u from its fragments kv and the
-// query fragments qf (mma_query_frags at h0 = 0), when mma_small(H_I, d_I).
+// query fragments qf (mma_query_frags at h0 = c0 = 0), when mma_small(H_I, d_I).
 // Valid in lane tq = 0 of each quad.
 __device__ inline void mma_scores_small(const uint4 (&qf)[kMmaMaxChunks], const uint4 (&kv)[kMmaMaxChunks][4],
                                         int heads, int dim, float scale, float (&out)[4]) {
@@ -288,13 +290,12 @@ __device__ void mma_tile_scores_any(const uint16_t* q, const MmaTileKeys& k, int
         for (int u = 0; u < 4; ++u)
           kv[c][u] = c0 + c < chunks ? mma_codes8<kVector>(k.row[u], kMmaChunkDims * (c0 + c) + piece, dim)
                                      : make_uint4(0u, 0u, 0u, 0u);
+      uint4 qf[kMmaMaxChunks];
+      mma_query_frags<kVector>(q, h0, c0, heads, dim, qf);
 #pragma unroll
       for (int c = 0; c < kMmaMaxChunks; ++c) {
         if (c0 + c >= chunks) break;  // uniform
-        const int gq = mma_lane() >> 2;
-        const uint4 qv = h0 + gq < heads ? mma_codes8<kVector>(q + (h0 + gq) * dim, kMmaChunkDims * (c0 + c) + piece, dim)
-                                         : make_uint4(0u, 0u, 0u, 0u);
-        mma_chunk(kv[c], qv, acc);
+        mma_chunk(kv[c], qf[c], acc);
       }
     }
     mma_add_heads(acc, heads - h0 < kMmaHeads ? heads - h0 : kMmaHeads, sum);
@@ -324,7 +325,7 @@ template <bool kSmall, bool kVector>
 __device__ inline MmaQuery<kSmall> mma_query(const uint16_t* q, int heads, int dim) {
   MmaQuery<kSmall> r;
   if constexpr (kSmall) {
-    mma_query_frags<kVector>(q, 0, heads, dim, r.qf);
+    mma_query_frags<kVector>(q, 0, 0, heads, dim, r.qf);
   } else {
     r.q = q;
   }
