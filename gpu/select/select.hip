@@ -391,7 +391,10 @@ void launch_direct(const SelectLayout& l, const Code* index_q, const Code* compr
 // The tensor-core scorer over (rows, per_row) blocks: as many per row as
 // fit on the device at once beside the other rows' (at least one, at most
 // one per kMmaScoreThreads blocks of the longest row), so no block waits
-// for a second wave and each wave streams many tiles.
+// for a second wave and each wave streams many tiles. The kernel uses no
+// shared memory and reads its keys through L1: the largest L1 carveout
+// took it from 153 to 135 us at 64 rows x 128K (docs/performance.md,
+// twelfth pass).
 template <bool kSmall, bool kVector, bool kWhole>
 void launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uint16_t* compressed_keys,
                        const SelectArgs& args, hipStream_t stream) {

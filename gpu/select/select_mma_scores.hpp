@@ -9,9 +9,9 @@
 // instruction, so a wave scores 32 keys of d_I = 128 with 16 key loads and
 // 16 mmas, without staging. Measured on an H200 (docs/performance.md,
 // eleventh pass): the prefill scorer, whose rows share a tile's keys through
-// L1, 7x faster; the decode scorer about as fast as the staged fma one
-// (158 us at 64 rows x 128K, 73% of DRAM): what bounds it now is the
-// latency of each wave's ~370 instructions per tile at 16 waves per SM.
+// L1, 7x faster; the decode scorer 135 us at 64 rows x 128K, 85% of DRAM,
+// once its launcher asked for the largest L1 carveout (twelfth pass: with
+// the largest shared-memory one it had ~23 KB of L1 and took 153 us).
 //
 // The formula (the same for every path, so their bits agree):
 //
