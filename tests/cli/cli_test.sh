@@ -207,6 +207,9 @@ PY
       expect 0 'b64/ctx131072/bf16: v1 [+]61[.]2%, .* v4 [+]1[.]5%' \
         "$python" "$src/scripts/plot_select_mma_versions.py" --out "$work/mma.png"
       expect 2 'exists' "$python" "$src/scripts/plot_select_mma_versions.py" --out "$work/mma.png"
+      expect 0 'a prepare benchmark first, 230e808: 166[.]9-168[.]1 us over 9 processes' \
+        "$python" "$src/scripts/plot_select_order.py" --out "$work/order.png"
+      expect 2 'exists' "$python" "$src/scripts/plot_select_order.py" --out "$work/order.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
