@@ -159,8 +159,12 @@ const double* inv_freq_table(const RopeParams& p) {
 RopeArgs rope_args(const RopeParams& p) {
   RopeArgs r{};
   r.rotary_dim = p.rotary_dim;
-  r.lim1 = 3 * p.mrope_section[1];
-  r.lim2 = 3 * p.mrope_section[2];
+  static_assert(kMaxPairs <= 64, "one mask bit per frequency pair");
+  for (int j = 0; j < kMaxPairs; ++j) {
+    const int axis = prepare_detail::mrope_axis_of(j, 3 * p.mrope_section[1], 3 * p.mrope_section[2]);
+    if (axis == 1) r.axis_h |= uint64_t{1} << j;
+    if (axis == 2) r.axis_w |= uint64_t{1} << j;
+  }
   r.neox = p.style == RopeStyle::kNeox;
   r.exact_angle = p.angle == AngleMode::kExact;
   r.cos_sin = p.cos_sin == CosSinDtype::kExact ? 0 : p.cos_sin == CosSinDtype::kFp32 ? 1 : 2;

@@ -46,7 +46,11 @@ struct NormArgs {
 // its bits).
 struct RopeArgs {
   int rotary_dim;
-  int lim1, lim2;  // 3 * mrope_section[1], 3 * mrope_section[2]
+  // Bit j set: frequency pair j rotates at the h (axis_h) or w (axis_w)
+  // row of the interleaved mRoPE, else at t: mrope_axis_of for every pair,
+  // evaluated on the host, so a task reads its pairs' axes with a shift in
+  // place of a modulo by 3 and two compares ahead of its first load.
+  uint64_t axis_h, axis_w;
   bool neox;
   bool exact_angle;  // fp64 angle; else f32(f32(pos) * inv_freq)
   int cos_sin;       // 0 fp64, 1 fp32, 2 bf16 (after fp32)
@@ -303,6 +307,14 @@ __device__ void norm_row(int dim, const NormArgs& n, const RopeArgs& r, const Ro
   }
 }
 
+// The position row (0 = t, 1 = h, 2 = w) of frequency pair lane + kGroup·p
+// (< kMaxPairs): p (a constant in the unrolled loops) picks a 32-bit word
+// of the masks, the lane a bit of it.
+__device__ inline int pair_axis(const RopeArgs& r, int p, int lane) {
+  const auto bit = [&](uint64_t mask) { return (static_cast<uint32_t>(mask >> (kGroup * p)) >> lane) & 1u; };
+  return bit(r.axis_h) ? 1 : static_cast<int>(bit(r.axis_w)) * 2;
+}
+
 // The RoPE positions of the lane's pairs, read while the head row's loads
 // are in flight: pair j rotates at row `axis` (0 = t, 1 = h, 2 = w) of the
 // interleaved mRoPE, position(axis) reads it. One read per pair slot, of
@@ -312,8 +324,7 @@ template <class S, class Position>
 __device__ void lane_positions(const RopeArgs& r, Position position, int64_t (&pos)[S::kPairs]) {
 #pragma unroll
   for (int p = 0; p < S::kPairs; ++p) {
-    const int j = group_lane() + kGroup * p;
-    pos[p] = position(prepare_detail::mrope_axis_of(j, r.lim1, r.lim2));  // any j: an axis in 0..2
+    pos[p] = position(pair_axis(r, p, group_lane()));  // any pair: an axis in 0..2
   }
 }
 
@@ -350,12 +361,29 @@ __device__ void lane_cos_sin(const RopeArgs& r, const int64_t (&pos)[S::kPairs],
   }
 }
 
+// A rotated value as the stores need it: v for an fp8 store, and its bf16
+// code for a bf16 store. Where the knobs round to bf16, the code is the
+// rounding's own, so a bf16 store does not round v a second time: that
+// re-encoding (two fp64 conversions, two compares and a branch per value)
+// was half of the chain after the rotation. Same bits: v is then a bf16
+// value, exact in fp32, so bf16_code(v) is the code v came from; a NaN
+// gets 0x7fc0 either way on NVIDIA (its fp64 -> fp32 conversion returns the
+// canonical NaN whatever the sign, prepare_test.cpp's device encoders), and
+// keeps its sign either way where conversions keep NaN signs.
+struct Rotated {
+  double v;
+  uint16_t bf16;  // bf16_code(v)
+};
+
+__device__ inline Rotated bf16_rounded(uint16_t code) { return {bf16_to_float(code), code}; }
+
 // One rotated value: `rot` is -x[second] for the first member of a pair and
 // +x[first] for the second (rotate_half), in fp64 like the reference.
-__device__ inline double rotate_one(const RopeArgs& r, double x, double rot, double c, double s) {
-  if (r.per_op) return bf16_round(bf16_round(x * c) + bf16_round(rot * s));
+__device__ inline Rotated rotate_one(const RopeArgs& r, double x, double rot, double c, double s) {
+  if (r.per_op) return bf16_rounded(bf16_code(bf16_round(x * c) + bf16_round(rot * s)));
   const double v = sum_of_products(x, c, rot, s);
-  return r.round_output ? bf16_round(v) : v;
+  const uint16_t code = bf16_code(v);
+  return r.round_output ? bf16_rounded(code) : Rotated{v, code};
 }
 
 // Stores x[i] (i < dim) and x[i + 1] (if below dim): store2 at once with
@@ -371,7 +399,7 @@ __device__ void store_two(int i, int dim, bool vec2, float x0, float x1, Store s
 }
 
 // RoPE of the normed row y, then its stores: store(i, v) of each rotated
-// value in fp64 (rounded to bf16 where the knobs round), store2(i, v0, v1)
+// value (a Rotated: fp64, rounded to bf16 where the knobs round), store2(i, v0, v1)
 // of each pair of adjacent tail values with vec2, else store(i, v) of each,
 // as the floats they are (exact, so a store rounds them as it would their
 // fp64 value, without the fp64 steps).
@@ -430,6 +458,17 @@ __device__ void put(const Dest& d, int i, V v) {
     static_cast<uint8_t*>(d.base)[i] = d.zero ? uint8_t{0} : prepare_detail::fp8_encode_double(x, d.kind);
   } else {
     static_cast<uint16_t*>(d.base)[i] = d.zero ? uint16_t{0} : bf16_code(v);
+  }
+}
+
+// A rotated value: fp8 codes encode v, bf16 stores take the code computed
+// with it (Rotated).
+template <bool kFp8>
+__device__ void put(const Dest& d, int i, const Rotated& x) {
+  if (kFp8 && d.fp8) {
+    put<kFp8>(d, i, x.v);
+  } else if (d.on) {
+    static_cast<uint16_t*>(d.base)[i] = d.zero ? uint16_t{0} : x.bf16;
   }
 }
 
