@@ -60,7 +60,11 @@
 //  - Nothing in the launch reads the compressed or the KV cache.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "gpu/common/dependent_launch.hpp"
@@ -130,30 +134,35 @@ double host_inv_freq(const RopeParams& p, int pair) {
   return static_cast<double>(inv);
 }
 
-// The inverse frequencies of p: host_inv_freq's values, remembered per host
-// thread for the last two (theta, rotary_dim, angle) seen (a launch has an
-// indexer and a main RoPE). Up to 2 · kMaxPairs std::pow calls per launch
-// cost microseconds of host time, as long as the whole kernel at decode.
-const double* inv_freq_table(const RopeParams& p) {
-  struct Entry {
-    bool valid = false;
-    double theta = 0.0;
-    int rotary_dim = 0;
-    AngleMode angle = AngleMode::kExact;
-    double inv[kMaxPairs] = {};
-  };
-  thread_local Entry cache[2];
-  thread_local int next = 0;
-  for (const Entry& e : cache)
-    if (e.valid && e.theta == p.theta && e.rotary_dim == p.rotary_dim && e.angle == p.angle) return e.inv;
-  Entry& e = cache[next];
-  next = 1 - next;
-  e.valid = true;
-  e.theta = p.theta;
-  e.rotary_dim = p.rotary_dim;
-  e.angle = p.angle;
-  for (int j = 0; j < p.rotary_dim / 2; ++j) e.inv[j] = host_inv_freq(p, j);
-  return e.inv;
+// host_inv_freq's values of p in device memory, kMaxPairs entries (zero
+// past rotary_dim / 2), one table per (device, theta, rotary_dim, angle):
+// computed and uploaded on first use (up to kMaxPairs std::pow calls and a
+// synchronous copy), then found per launch. Why device memory and not the
+// kernel's arguments: each lane reads its own pair's entry, and the
+// constant cache serves a warp's different addresses one after another (the
+// hottest stall of the 256-token profile, docs/performance.md, twelfth
+// pass). The tables (512 bytes each) are never freed: a static destructor
+// would run after the runtime's own teardown at exit.
+const double* device_inv_freq(const RopeParams& p) {
+  int device = 0;
+  QSA_GPU_CHECK(hipGetDevice(&device));
+  uint64_t theta_bits = 0;  // the key holds theta's bits: a map cannot order NaN
+  static_assert(sizeof theta_bits == sizeof p.theta, "fp64 theta");
+  std::memcpy(&theta_bits, &p.theta, sizeof theta_bits);
+  using Key = std::tuple<int, uint64_t, int, int>;
+  static std::mutex mutex;
+  static auto* tables = new std::map<Key, double*>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  const Key key{device, theta_bits, p.rotary_dim, static_cast<int>(p.angle)};
+  const auto hit = tables->find(key);
+  if (hit != tables->end()) return hit->second;
+  double host[kMaxPairs] = {};
+  for (int j = 0; j < p.rotary_dim / 2 && j < kMaxPairs; ++j) host[j] = host_inv_freq(p, j);
+  double* table = nullptr;
+  QSA_GPU_CHECK(hipMalloc(&table, sizeof host));
+  QSA_GPU_CHECK(hipMemcpy(table, host, sizeof host, hipMemcpyHostToDevice));
+  tables->emplace(key, table);
+  return table;
 }
 
 RopeArgs rope_args(const RopeParams& p) {
@@ -170,8 +179,7 @@ RopeArgs rope_args(const RopeParams& p) {
   r.cos_sin = p.cos_sin == CosSinDtype::kExact ? 0 : p.cos_sin == CosSinDtype::kFp32 ? 1 : 2;
   r.per_op = p.per_op_rounding;
   r.round_output = p.round_output;
-  const double* inv = inv_freq_table(p);
-  for (int j = 0; j < p.rotary_dim / 2; ++j) r.inv_freq[j] = inv[j];
+  r.inv_freq = device_inv_freq(p);
   return r;
 }
 

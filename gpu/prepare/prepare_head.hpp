@@ -43,7 +43,7 @@ struct NormArgs {
 };
 
 // inv_freq is computed on the host with the reference's formula (exactly
-// its bits).
+// its bits) and read from a device table (prepare.hip, device_inv_freq).
 struct RopeArgs {
   int rotary_dim;
   // Bit j set: frequency pair j rotates at the h (axis_h) or w (axis_w)
@@ -56,7 +56,7 @@ struct RopeArgs {
   int cos_sin;       // 0 fp64, 1 fp32, 2 bf16 (after fp32)
   bool per_op;       // hf-eager: round(round(x cos) + round(rot sin))
   bool round_output;
-  double inv_freq[kMaxPairs];
+  const double* inv_freq;  // [kMaxPairs] in device memory, zero past rotary_dim / 2
 };
 
 struct KernelArgs {
@@ -334,8 +334,7 @@ __device__ void lane_positions(const RopeArgs& r, Position position, int64_t (&p
 // sincos shares one argument reduction between the two; with nvcc 13 its
 // polynomials and their order are those of cos() and sin(), so the values
 // are the same bits.
-__device__ inline void pair_cos_sin(const RopeArgs& r, int j, int64_t position, double& c, double& s) {
-  const double inv_freq = r.inv_freq[j];
+__device__ inline void pair_cos_sin(const RopeArgs& r, double inv_freq, int64_t position, double& c, double& s) {
   double angle;
   if (r.exact_angle) {
     angle = static_cast<double>(position) * inv_freq;
@@ -349,15 +348,25 @@ __device__ inline void pair_cos_sin(const RopeArgs& r, int j, int64_t position, 
   s = static_cast<double>(r.cos_sin == 2 ? bf16_round(sf) : sf);
 }
 
+// The inverse frequencies of the lane's pairs, loaded next to their
+// positions (lane_positions), before either is used: the table has
+// kMaxPairs entries, so every lane's load is in bounds and needs no test.
+template <class S>
+__device__ void lane_inv_freq(const RopeArgs& r, double (&inv)[S::kPairs]) {
+  static_assert(S::kPairs * kGroup <= kMaxPairs, "pair slots inside the table");
+#pragma unroll
+  for (int p = 0; p < S::kPairs; ++p) inv[p] = r.inv_freq[group_lane() + kGroup * p];
+}
+
 // The cos/sin of the lane's pairs (0 for absent ones).
 template <class S>
-__device__ void lane_cos_sin(const RopeArgs& r, const int64_t (&pos)[S::kPairs], double (&c)[S::kPairs],
-                             double (&s)[S::kPairs]) {
+__device__ void lane_cos_sin(const RopeArgs& r, const int64_t (&pos)[S::kPairs], const double (&inv)[S::kPairs],
+                             double (&c)[S::kPairs], double (&s)[S::kPairs]) {
 #pragma unroll
   for (int p = 0; p < S::kPairs; ++p) {
     const int j = group_lane() + kGroup * p;
     c[p] = s[p] = 0.0;
-    if (S::kFull || j < rotary_of<S>(r) / 2) pair_cos_sin(r, j, pos[p], c[p], s[p]);
+    if (S::kFull || j < rotary_of<S>(r) / 2) pair_cos_sin(r, inv[p], pos[p], c[p], s[p]);
   }
 }
 

@@ -71,8 +71,10 @@ __device__ void head_task(const KernelArgs& a, int64_t t, int head) {
   const int64_t slot = K == Kind::kK ? a.main_slot[t] : 0;
   int64_t pos[P];
   lane_positions<S>(r, [&](int axis) { return a.rope_pos[axis * a.num_tokens + t]; }, pos);
+  double inv[P];
+  lane_inv_freq<S>(r, inv);
   double c[P], s[P];
-  lane_cos_sin<S>(r, pos, c, s);
+  lane_cos_sin<S>(r, pos, inv, c, s);
   const bool pad = req < 0 || req >= a.num_reqs;
   const bool kv_ok = K == Kind::kK && !pad && slot >= 0 && slot < a.kv_slots;
   if constexpr (kCopy) {  // the projections are bf16 values already: copies
@@ -134,8 +136,10 @@ __device__ void pooled_task(const KernelArgs& a, const Members& g, int64_t slot,
   Row<S> x, w;
   pooled_row(dim, r, a.ratio, a.round_pool, [&](int m) { return member_row(a, g, m); }, x);
   load_row(a.w_ik, dim, r, w);  // after the sums: not live next to them
+  double inv[P];
+  lane_inv_freq<S>(r, inv);
   double c[P], s[P];
-  lane_cos_sin<S>(r, pos, c, s);
+  lane_cos_sin<S>(r, pos, inv, c, s);
   norm_row(dim, a.norm_ik, r, w, x);
   const bool keep = slot >= 0 && slot < a.comp_rows;
   const Dest out = indexer_dest(a, a.compressed, keep ? slot * a.di : 0, keep, false);
