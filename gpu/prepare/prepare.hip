@@ -142,7 +142,9 @@ double host_inv_freq(const RopeParams& p, int pair) {
 // constant cache serves a warp's different addresses one after another (the
 // hottest stall of the 256-token profile, docs/performance.md, twelfth
 // pass). The tables (512 bytes each) are never freed: a static destructor
-// would run after the runtime's own teardown at exit.
+// would run after the runtime's own teardown at exit. The first launch of a
+// RoPE setting allocates and copies synchronously, so it must not be the one
+// a CUDA/HIP graph capture records (none of this project's callers capture).
 const double* device_inv_freq(const RopeParams& p) {
   int device = 0;
   QSA_GPU_CHECK(hipGetDevice(&device));
