@@ -25,6 +25,14 @@ expect() {
   echo "ok: exit $code, /$pattern/ from: $*"
 }
 
+# expect_figure SCRIPT NAME REGEX: scripts/SCRIPT --out $work/NAME exits 0 with
+# output matching REGEX, and a second run refuses to replace NAME (exit 2).
+expect_figure() {
+  local script=$src/scripts/$1 out=$work/$2
+  expect 0 "$3" "$python" "$script" --out "$out"
+  expect 2 'exists' "$python" "$script" --out "$out"
+}
+
 case $case_name in
   replay_bundled)
     for t in tiny-synthetic tiny-fp8 hf-bf16 hf-fp32 hf-fp32-mrope-r8; do
@@ -190,26 +198,14 @@ PY
     if "$python" -c 'import matplotlib' 2>/dev/null; then
       expect 0 'wrote' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
       expect 2 'exists' "$python" "$src/scripts/plot_sweep.py" "$work/full.csv" -o "$work/figs"
-      expect 0 'wrote' "$python" "$src/scripts/plot_attention_versions.py" --out "$work/versions.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_attention_versions.py" --out "$work/versions.png"
-      expect 0 'bf16: 13[.]1' "$python" "$src/scripts/plot_one_row_steps.py" --out "$work/steps.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_one_row_steps.py" --out "$work/steps.png"
-      expect 0 'after .bcaa15f.: .*total 12[.]76 us' "$python" "$src/scripts/plot_one_row_timeline.py" --out "$work/timeline.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_one_row_timeline.py" --out "$work/timeline.png"
-      expect 0 'call 11: .* median 49[.]28 us over 6 processes' "$python" "$src/scripts/plot_ab_machines.py" --out "$work/machines.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_ab_machines.py" --out "$work/machines.png"
-      expect 0 'call 2: attention/decode/b256/ctx32768/fp8: 1ac718b median 192[.]13 us, a31dfef.* median 169[.]81 us' \
-        "$python" "$src/scripts/plot_ab_changes.py" --out "$work/changes.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_ab_changes.py" --out "$work/changes.png"
-      expect 0 'b64/ctx131072/bf16 1ms: 7986523 median 177[.]96 us over 6 processes' \
-        "$python" "$src/scripts/plot_select_batches.py" --out "$work/batches.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_select_batches.py" --out "$work/batches.png"
-      expect 0 'b64/ctx131072/bf16: v1 [+]61[.]2%, .* v4 [+]1[.]5%' \
-        "$python" "$src/scripts/plot_select_mma_versions.py" --out "$work/mma.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_select_mma_versions.py" --out "$work/mma.png"
-      expect 0 'a prepare benchmark first, 230e808: 166[.]9-168[.]1 us over 9 processes' \
-        "$python" "$src/scripts/plot_select_order.py" --out "$work/order.png"
-      expect 2 'exists' "$python" "$src/scripts/plot_select_order.py" --out "$work/order.png"
+      expect_figure plot_attention_versions.py versions.png 'wrote'
+      expect_figure plot_one_row_steps.py steps.png 'bf16: 13[.]1'
+      expect_figure plot_one_row_timeline.py timeline.png 'after .bcaa15f.: .*total 12[.]76 us'
+      expect_figure plot_ab_machines.py machines.png 'call 11: .* median 49[.]28 us over 6 processes'
+      expect_figure plot_ab_changes.py changes.png 'call 2: attention/decode/b256/ctx32768/fp8: 1ac718b median 192[.]13 us, a31dfef.* median 169[.]81 us'
+      expect_figure plot_select_batches.py batches.png 'b64/ctx131072/bf16 1ms: 7986523 median 177[.]96 us over 6 processes'
+      expect_figure plot_select_mma_versions.py mma.png 'b64/ctx131072/bf16: v1 [+]61[.]2%, .* v4 [+]1[.]5%'
+      expect_figure plot_select_order.py order.png 'a prepare benchmark first, 230e808: 166[.]9-168[.]1 us over 9 processes'
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
