@@ -23,9 +23,10 @@
 // candidates alone. Long rows try a sampled threshold first (one pass over
 // the row instead of two or three; sampled_top_keys), falling back to the
 // passes above when the sample misleads. The k winners are sorted
-// descending with a bitonic sort, which gives the canonical order: one key
-// per thread in registers and shuffles when k fits the block
-// (bitonic_sort_desc_small), else in shared memory.
+// descending, which gives the canonical order: one key per thread in
+// registers when k fits the block (a bitonic sort over shuffles and
+// keys[], or in a block alone on its multiprocessor runs sorted by shuffles
+// and merged by ranks), else a bitonic sort in shared memory.
 //
 // Every function here runs in the whole block (barriers and ballots), whose
 // size must be kThreads.
@@ -168,32 +169,62 @@ __device__ inline void append_keys(uint64_t* buf, uint32_t* count, uint32_t capa
   if (take && slot < capacity) buf[slot] = key;
 }
 
+// The histogram's bins start at zero: the first pass of each selection
+// needs this (hist held other data before: the last selection's bins, or
+// the fused decode kernel's query row); pick_bin zeroes them after that.
+template <int kThreads>
+__device__ inline void zero_hist(TopKShared& sh) {
+  uint32_t* mine = sh.hist + threadIdx.x * kBinsPerThread<kThreads>;
+#pragma unroll
+  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) mine[i] = 0;
+  __syncthreads();
+}
+
 // From the histogram of this pass: the bin holding the k-th key, folded into
-// st. Each thread owns kBinsPerThread consecutive bins; an inclusive suffix
-// sum of the threads' totals (within the wave by shuffles, then over the
-// waves above) tells the one thread whose bins hold it.
+// st. Each thread owns kBinsPerThread consecutive bins, takes them into
+// registers and zeroes them for the next pass (no other thread reads them,
+// and the barriers below order the zeroes before the next pass's counts).
+// An inclusive suffix sum of the threads' totals, within the wave by
+// shuffles and then over the waves' totals by shuffles in every wave (a loop
+// over the waves above was up to 31 dependent shared-memory loads), tells
+// the one thread whose bins hold it.
 template <int kThreads>
 __device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint32_t digit_mask) {
   const int tid = static_cast<int>(threadIdx.x);
-  const uint32_t* mine = sh.hist + tid * kBinsPerThread<kThreads>;
+  uint32_t* mine = sh.hist + tid * kBinsPerThread<kThreads>;
+  uint32_t bins[kBinsPerThread<kThreads>];
   uint32_t own = 0;
 #pragma unroll
-  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) own += mine[i];
+  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) {
+    bins[i] = mine[i];
+    own += bins[i];
+    mine[i] = 0;
+  }
   const int lane = lane_id();
-  uint32_t incl = own;  // keys in the bins of this thread and the threads above it
+  const int wave = wave_id();
+  uint32_t incl = own;  // keys in the bins of this thread and the threads above it in the wave
   for (int off = 1; off < warpSize; off <<= 1) {
     const bool inside = lane + off < warpSize;
     const uint32_t up = wave_read_lane(incl, inside ? lane + off : lane);
     if (inside) incl += up;
   }
-  if (lane == 0) sh.wave_total[wave_id()] = incl;
+  if (lane == 0) sh.wave_total[wave] = incl;
   __syncthreads();
-  for (int w = wave_id() + 1; w < waves_per_block(); ++w) incl += sh.wave_total[w];
+  // Lane w takes wave w's total; the same suffix sum over lanes, read at
+  // lane wave + 1, is the keys of the waves above this one.
+  uint32_t waves_incl = lane < waves_per_block() ? sh.wave_total[lane] : 0u;
+  for (int off = 1; off < warpSize; off <<= 1) {
+    const bool inside = lane + off < warpSize;
+    const uint32_t up = wave_read_lane(waves_incl, inside ? lane + off : lane);
+    if (inside) waves_incl += up;
+  }
+  const uint32_t waves_above = wave_read_lane(waves_incl, wave + 1 < warpSize ? wave + 1 : wave);
+  if (wave + 1 < warpSize) incl += waves_above;  // else this is the last of warpSize waves: none above
   const uint32_t above = incl - own;
   if (above < st.need && st.need <= incl) {  // exactly one thread
     uint32_t acc = above;
     for (int i = kBinsPerThread<kThreads> - 1; i >= 0; --i) {
-      const uint32_t c = mine[i];
+      const uint32_t c = bins[i];
       if (acc + c >= st.need) {
         sh.digit = static_cast<uint32_t>(tid * kBinsPerThread<kThreads> + i);
         sh.need = st.need - acc;
@@ -209,20 +240,17 @@ __device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint3
   st.need = sh.need;
   st.bucket = sh.bucket;
   ++st.pass;
-  // sh.digit / need / bucket are rewritten only after the next pass's two
-  // barriers, sh.wave_total after one: no barrier needed here.
+  // sh.digit / need / bucket are rewritten only after the next pass's
+  // barrier, sh.wave_total after it too: no barrier needed here.
 }
 
-// One radix pass over the keys of `src` that match st.prefix.
+// One radix pass over the keys of `src` that match st.prefix (the
+// histogram zeroed: zero_hist before a selection's first pass, pick_bin
+// after each).
 template <int kThreads, class Keys>
 __device__ void radix_pass(const Keys& src, TopKShared& sh, RadixState& st) {
   const int shift = pass_shift(st.pass);
   const uint32_t digit_mask = (1u << pass_bits(st.pass)) - 1u;
-  // A thread zeroes the bins it alone read in the previous pass.
-  uint32_t* mine = sh.hist + threadIdx.x * kBinsPerThread<kThreads>;
-#pragma unroll
-  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) mine[i] = 0;
-  __syncthreads();
   const uint64_t prefix = st.prefix;
   const uint64_t mask = st.mask;
   src.visit([&](uint64_t key, bool valid) {
@@ -287,6 +315,74 @@ __device__ inline void bitonic_sort_desc_small(uint64_t* keys, int n) {
   __syncthreads();
 }
 
+// The same sort for n <= kThreads with fewer barriers and more
+// instructions, for a block alone on its multiprocessor (1024 threads),
+// whose sort waits on latency: one key per thread in a register, in two
+// steps with three barriers in all (the register bitonic sort above takes
+// 20 barriers at n = 512; docs/performance.md, thirteenth pass):
+//  1. runs of kSortRun keys are sorted descending by a bitonic network over
+//     shuffles (partners less than kSortRun apart: within a 32-lane group
+//     of any wave width);
+//  2. each key's place in the whole is its place in its run plus, for every
+//     other run, the keys there that go before it: found by a binary search
+//     of that run in keys[]. Of equal keys (the zero padding) the one in
+//     the earlier run goes first, so the places are a permutation of [0, n).
+// Threads at or past n hold zeros (n is a power of two, so they fill whole
+// runs past n, or the tail of the only run) and place nothing.
+inline constexpr int kSortRun = 32;
+
+// Keys of the descending run s[0, kSortRun) that go before x: greater, or
+// also equal when or_equal. Binary search, kSortRun's log2 + 1 loads.
+__device__ inline uint32_t run_keys_before(const uint64_t* s, uint64_t x, bool or_equal) {
+  uint32_t c = 0;
+#pragma unroll
+  for (uint32_t step = kSortRun / 2; step > 0; step >>= 1) {
+    const uint64_t y = s[c + step - 1];
+    c += (y > x || (or_equal && y == x)) ? step : 0u;
+  }
+  const uint64_t y = s[c];  // c <= kSortRun - 1; the answer is c or c + 1
+  return c + ((y > x || (or_equal && y == x)) ? 1u : 0u);
+}
+
+__device__ inline void run_rank_sort_desc(uint64_t* keys, int n) {
+  const int i = static_cast<int>(threadIdx.x);
+  uint64_t key = i < n ? keys[i] : 0;
+  const int run = n < kSortRun ? n : kSortRun;
+  for (int size = 2; size <= run; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const uint64_t other = wave_shfl_xor(key, stride);
+      // The lower index of a pair keeps the larger key in a descending run;
+      // the last merge (size == run) leaves every run descending.
+      const bool descending = size == run || (i & size) == 0;
+      const bool keep_max = ((i & stride) == 0) == descending;
+      key = keep_max == (key > other) ? key : other;
+    }
+  }
+  if (n <= kSortRun) {  // one run: sorted (threads past n sorted zeros behind it)
+    __syncthreads();    // every read of keys[] is done
+    if (i < n) keys[i] = key;
+    __syncthreads();
+    return;
+  }
+  // Thread i's key is at place i % kSortRun of run i / kSortRun; the read
+  // of keys[i] above was this thread's own, so no barrier before the write.
+  if (i < n) keys[i] = key;
+  __syncthreads();
+  uint32_t place = static_cast<uint32_t>(i % kSortRun);
+  if (i < n) {
+    const int mine = i / kSortRun;
+    const int runs = n / kSortRun;
+#pragma unroll 4
+    for (int r = 0; r < runs; ++r) {
+      const uint32_t before = run_keys_before(keys + r * kSortRun, key, r < mine);
+      place += r == mine ? 0u : before;
+    }
+  }
+  __syncthreads();  // every search of keys[] is done
+  if (i < n) keys[place] = key;
+  __syncthreads();
+}
+
 __device__ inline int next_pow2(int x) {
   int n = 1;
   while (n < x) n <<= 1;
@@ -302,6 +398,7 @@ __device__ inline void radix_top_keys(const float* scores, int32_t visible, int 
   RadixState st;
   st.need = static_cast<uint32_t>(k);
   st.bucket = static_cast<uint32_t>(visible);
+  zero_hist<kThreads>(sh);
   // Histogram passes over the row until the k-th key's bucket fits the
   // candidate buffer, or is taken whole (bucket == need; at the latest once
   // all 64 bits are fixed, as keys are distinct).
@@ -345,6 +442,7 @@ __device__ uint64_t rank_threshold(const Keys& src, uint32_t count, uint32_t ran
   RadixState st;
   st.need = rank;
   st.bucket = count;
+  zero_hist<kThreads>(sh);
   while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass<kThreads>(src, sh, st);
   return st.prefix;
 }
@@ -459,7 +557,14 @@ __device__ inline void select_top_keys(const float* scores, int32_t visible, int
   for (int i = k + tid; i < n; i += kThreads) sh.keys[i] = 0;
   __syncthreads();
   if (n <= kThreads) {
-    bitonic_sort_desc_small(sh.keys, n);
+    // 512-thread blocks share a multiprocessor (the prefill grid, many
+    // decode rows), where the rank sort's extra instructions cost more than
+    // its barriers save (prefill select +3%).
+    if constexpr (kThreads == kTopKMaxThreads) {
+      run_rank_sort_desc(sh.keys, n);
+    } else {
+      bitonic_sort_desc_small(sh.keys, n);
+    }
   } else {
     bitonic_sort_desc<kThreads>(sh.keys, n);
   }
