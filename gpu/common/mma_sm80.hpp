@@ -135,9 +135,6 @@ __device__ inline uint32_t f32x2_to_f16x2(float lo, float hi) {
 // into registers or L1.
 __device__ inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
-// Brings the 128-byte line holding p into L1 (and L2); never faults.
-__device__ inline void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p)); }
-
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 // Waits until at most `kPending` of this thread's committed groups are in flight.

@@ -38,10 +38,6 @@
 #include "gpu/common/wave.hpp"
 #include "gpu/select/select_codes.hpp"
 
-#if defined(QSA_GPU_CUDA)
-#include "gpu/common/mma_sm80.hpp"
-#endif
-
 namespace qsa::gpu::select_detail {
 
 // Threads of a top-k block: kThreads, 512 or 1024, is a template argument of
@@ -549,39 +545,12 @@ __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, in
   return true;
 }
 
-// Asks L1 for the row's first kPrefetchBytes (half that in a 512-thread
-// block, two of which share a multiprocessor's L1) before anything reads
-// them. The passes read the row from L2 a batch at a time, each batch a
-// round trip (at 64 rows x 128K the sample's one load per thread took
-// ~2 us and the gather's four batches ~8 us: docs/performance.md,
-// thirteenth pass); the prefetches are all in flight at once, under the
-// sample's load and its radix passes, and leave the gather L1 hits. NVIDIA
-// only: HIP has no L1 prefetch, and there it is a no-op.
-inline constexpr int kPrefetchBytes = 128 * 1024;
-
-template <int kThreads>
-__device__ inline void prefetch_row(const float* scores, int32_t visible) {
-#if defined(QSA_GPU_CUDA)
-  constexpr int kLine = 128;
-  constexpr int kBytes = kThreads == kTopKMaxThreads ? kPrefetchBytes : kPrefetchBytes / 2;
-  const int64_t row = int64_t{visible} * static_cast<int64_t>(sizeof(float));
-  const int64_t bytes = row < kBytes ? row : kBytes;
-  const auto* base = reinterpret_cast<const char*>(scores);
-  for (int64_t at = int64_t{threadIdx.x} * kLine; at < bytes; at += int64_t{kThreads} * kLine)
-    sm80::prefetch_l1(base + at);
-#else
-  (void)scores;
-  (void)visible;
-#endif
-}
-
 // The k largest keys of scores[0, visible) (1 <= k <= visible, k <=
 // kMaxWinners), sorted descending into sh.keys[0, k); sh.keys[k,
 // next_pow2(k)) is zero padding (smaller than every key).
 template <int kThreads>
 __device__ inline void select_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
-  prefetch_row<kThreads>(scores, visible);
   if (!(sampled_top_keys_apply(visible, k) && sampled_top_keys<kThreads>(scores, visible, k, sh)))
     radix_top_keys<kThreads>(scores, visible, k, sh);
   const int n = next_pow2(k);
