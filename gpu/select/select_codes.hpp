@@ -65,6 +65,26 @@ QSA_SELECT_HD inline uint32_t orderable_score_bits(float score) {
   return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
 }
 
+// orderable_score_bits(score) >= code, for a code that orderable_score_bits
+// returns, as one float compare (the top-k's gather tests every score of a
+// row this way): both order the scores that are not NaN alike, -0 and +0
+// together, and !(score < t) lets NaN scores, whose code is the largest,
+// through. The NaN code lets only NaN scores through. Unlike the rest of
+// this file it relies on IEEE compares, so on builds without fast-math (all
+// of this project's); the host test and the GPU tests' NaN rows check it.
+// Where denormals flush to zero the compare can only let more scores
+// through, and those it lets through are still all the scores above some
+// score.
+struct ScoreAtLeast {
+  float t;
+  bool nan_only;
+  QSA_SELECT_HD explicit ScoreAtLeast(uint32_t code)
+      : t(code == 0xFFFFFFFFu ? float_from_bits(0x7F800000u)
+                              : float_from_bits((code & 0x80000000u) != 0u ? code & 0x7FFFFFFFu : ~code)),
+        nan_only(code == 0xFFFFFFFFu) {}
+  QSA_SELECT_HD bool operator()(float score) const { return !(score < t) && !(nan_only && score == score); }
+};
+
 // 64-bit key: larger key = earlier in the canonical order (descending score,
 // ties to the lower id). Ids are distinct, so keys are distinct, and every
 // key is > 0 (the low half is 0xFFFFFFFF - id with id < 2^31), which lets 0

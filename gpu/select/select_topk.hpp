@@ -478,25 +478,30 @@ __device__ inline bool sampled_top_keys_apply(int32_t visible, int k) {
 }
 
 // Appends the row's keys whose scores' orderable bits are >= t_hi to sh.keys
-// (from sh.count on, capped at kMaxWinners): the keys >= t_hi << 32, one
-// 32-bit compare per score, which is all a sampled threshold needs. About
-// 1,150 of 32K keys pass at the model's shape, which still puts one in most
-// waves' batches; the general visit, a ballot and an atomic per key, was
-// half of the top-k kernel's instructions (ncu). Here a wave's whole batch
-// takes one ballot per score slot and one atomic.
+// (from sh.count on, capped at kMaxWinners): the keys >= t_hi << 32, which
+// is all a sampled threshold needs. About 1,150 of 32K keys pass at the
+// model's shape, which still puts one in most waves' batches; the general
+// visit, a ballot and an atomic per key, was half of the top-k kernel's
+// instructions (ncu). Here a wave's whole batch takes one ballot per score
+// slot and one atomic, and each score one float compare (ScoreAtLeast):
+// the orderable bits' eight instructions per score (NaN, zero and sign
+// cases) made the gather bound by its instructions (docs/performance.md,
+// thirteenth pass). The keys it gathers are all the keys above some score,
+// which is what the caller's checks need.
 template <int kThreads>
 __device__ inline void gather_at_least(const RowKeys<kThreads>& row, uint32_t t_hi, TopKShared& sh) {
   // Once per thread: lane_id() divides by warpSize, which nvcc does not
   // know to be 32 (ncu found the division in every batch).
   const int lane = lane_id();
   const LaneMask below = lanes_below();
+  const ScoreAtLeast at_least(t_hi);
   row.visit_batches([&](const float (&s)[kRowBatch], uint32_t base) {
     LaneMask taken[kRowBatch];
     uint32_t total = 0;
 #pragma unroll
     for (int u = 0; u < kRowBatch; ++u) {
       const uint32_t b = base + u * kThreads + threadIdx.x;
-      taken[u] = wave_ballot((b < row.visible) & (orderable_score_bits(s[u]) >= t_hi));
+      taken[u] = wave_ballot((b < row.visible) & at_least(s[u]));
       total += static_cast<uint32_t>(lane_count(taken[u]));
     }
     if (total == 0) return;  // uniform over the wave

@@ -297,6 +297,27 @@ TEST(GpuSelectCodes, KeyOrderIsCanonical) {
   for (uint32_t id : ids) EXPECT_EQ(gpu::select_detail::select_key_id(gpu::select_detail::select_key(1.0f, id)), id);
 }
 
+// The gather's float compare (ScoreAtLeast) must agree with the orderable
+// codes on every pair of special and ordinary scores: NaNs of both signs,
+// -0 and +0, denormals, infinities, neighbours.
+TEST(GpuSelectCodes, ScoreAtLeastMatchesOrderableCodes) {
+  using gpu::select_detail::orderable_score_bits;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> scores = {nan, -nan, inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 1e-42f, -1e-42f, 2e-42f,
+                               std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                               std::numeric_limits<float>::min(), -std::numeric_limits<float>::min(), 0.5f,
+                               0.50000006f, -0.50000006f};
+  const CounterRng rng(0x5e1ec7ULL, "select.at_least");
+  for (uint64_t i = 0; i < 60; ++i) scores.push_back(static_cast<float>(rng.normal(i)));
+  for (float x : scores) {
+    const uint32_t code = orderable_score_bits(x);
+    const gpu::select_detail::ScoreAtLeast at_least(code);
+    for (float s : scores)
+      ASSERT_EQ(at_least(s), orderable_score_bits(s) >= code) << s << " against the code of " << x;
+  }
+}
+
 // ---- host validation ------------------------------------------------------
 
 struct ValidInput {
