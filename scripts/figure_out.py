@@ -44,8 +44,14 @@ def refuses_to_replace(args, prog):
 
 
 def save_figure(fig, out, dpi=110):
-    """Writes fig to out through a temporary file: a reader never sees half a figure."""
+    """Writes fig to out through a temporary file: a reader never sees half a figure. An
+    output that cannot be written (a missing folder, no permission) ends the script with a
+    message naming it and exit status 2."""
     tmp = out + ".tmp.png"
-    fig.savefig(tmp, dpi=dpi)
-    os.replace(tmp, out)
+    try:
+        fig.savefig(tmp, dpi=dpi)
+        os.replace(tmp, out)
+    except OSError as e:
+        print(f"{os.path.basename(sys.argv[0])}: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        raise SystemExit(2)
     print(f"wrote {out}")
