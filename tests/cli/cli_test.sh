@@ -192,6 +192,16 @@ PY
     expect 2 'budget 0' "$qsa" sweep "$t" -o "$work/x" --budgets 0
     "$python" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["aggregates"] and d["settings"]["seed"]' \
       "$work/full.json" || { echo "FAIL: OUT.json"; exit 1; }
+    # The top-k measurement build's patcher instruments a copy of the sources once,
+    # and refuses by name a tree whose code has moved (the second run), writing nothing.
+    for f in gpu/select/select_topk.hpp gpu/select/select.hip harness/bench/gpu/gpu_main.cpp; do
+      mkdir -p "$work/stamps/$(dirname "$f")" && cp "$src/$f" "$work/stamps/$f"
+    done
+    expect 0 'instrumented 3 files' "$python" "$src/scripts/topk_stamps.py" "$work/stamps"
+    cp "$work/stamps/gpu/select/select_topk.hpp" "$work/stamped.hpp"
+    expect 2 'select.hip: no line' "$python" "$src/scripts/topk_stamps.py" "$work/stamps"
+    cmp -s "$work/stamps/gpu/select/select_topk.hpp" "$work/stamped.hpp" ||
+      { echo "FAIL: a refused topk_stamps.py run wrote a file"; exit 1; }
     # The benchmark table shows the host's enqueue time per launch next to the median.
     expect 0 'b1/ctx32768/bf16 +10[.]9 .* 8[.]1$' "$python" "$src/scripts/compare_bench.py" \
       "$src/docs/bench/h200-2026-11-30-issue7-bcaa15f.json" --filter 'attention/decode/b1/ctx32768/bf16'
@@ -206,6 +216,9 @@ PY
       expect_figure plot_select_batches.py batches.png 'b64/ctx131072/bf16 1ms: 7986523 median 177[.]96 us over 6 processes'
       expect_figure plot_select_mma_versions.py mma.png 'b64/ctx131072/bf16: v1 [+]61[.]2%, .* v4 [+]1[.]5%'
       expect_figure plot_select_order.py order.png 'a prepare benchmark first, 230e808: 166[.]9-168[.]1 us over 9 processes'
+      expect_figure plot_topk_phases.py topk.png '2bf7300: float compare in the gather: .*gather 12222, .*total 40769 cycles'
+      # An output that cannot be written is refused by name, not a traceback.
+      expect 2 'cannot write .*no-such-dir' "$python" "$src/scripts/plot_topk_phases.py" --out "$work/no-such-dir/topk.png"
     else
       echo "skip: no matplotlib for scripts/plot_sweep.py (scripts/setup.sh --plots)"
     fi ;;
