@@ -1,7 +1,8 @@
-"""Where the issue 7 figure scripts (plot_attention_versions.py,
-plot_one_row_steps.py, plot_one_row_timeline.py, plot_ab_*.py, ...) write:
-the --out and --force arguments, the refusal to replace an existing file
-silently, and an atomic save; and the one reader of the ab.json files that
+"""What the issue 7 figure scripts (plot_attention_versions.py,
+plot_one_row_steps.py, plot_one_row_timeline.py, plot_ab_*.py, ...) share:
+their main() (run_figure: the --out and --force arguments, the refusal to
+replace an existing file silently, input errors by name, matplotlib without
+a display, an atomic save) and the one reader of the ab.json files that
 scripts/bench_ab.py writes.
 """
 import argparse
@@ -55,3 +56,24 @@ def save_figure(fig, out, dpi=110):
         print(f"{os.path.basename(sys.argv[0])}: cannot write {out}: {e.strerror or e}", file=sys.stderr)
         raise SystemExit(2)
     print(f"wrote {out}")
+
+
+def run_figure(doc, default_name, load, draw, errors=(FigureInputError,)):
+    """The main() of a figure script whose help text is `doc`: load() reads the data (an
+    exception in `errors` is reported with the script's name, exit 2), draw(plt, data) returns
+    the figure, which goes to --out (default docs/figures/<default_name>) unless that exists
+    and --force was not given (exit 2). Returns the exit status."""
+    prog = os.path.basename(sys.argv[0])
+    args = parse_figure_args(doc, default_name)
+    if refuses_to_replace(args, prog):
+        return 2
+    try:
+        data = load()
+    except errors as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    save_figure(draw(plt, data), args.out)
+    return 0

@@ -16,7 +16,7 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, parse_figure_args, read_ab_runs, refuses_to_replace, save_figure
+from figure_out import FigureInputError, read_ab_runs, run_figure
 
 VERSIONS = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 
@@ -42,26 +42,18 @@ def read_runs(name):
     return read_ab_runs(os.path.join(VERSIONS, name))
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-ninth-pass.png")
-    if refuses_to_replace(args, "plot_ab_changes.py"):
-        return 2
-    try:
-        data = []
-        for label, name, side_a, side_b in COMPARISONS:
-            runs = read_runs(name)
-            for bench, _, _ in PANELS:
-                if bench not in runs or not runs[bench][0] or not runs[bench][1]:
-                    raise FigureInputError(f"{name}: no {bench} results")
-            data.append((label, side_a, side_b, runs))
-    except FigureInputError as e:
-        print(f"plot_ab_changes.py: {e}", file=sys.stderr)
-        return 2
+def load_data():
+    data = []
+    for label, name, side_a, side_b in COMPARISONS:
+        runs = read_runs(name)
+        for bench, _, _ in PANELS:
+            if bench not in runs or not runs[bench][0] or not runs[bench][1]:
+                raise FigureInputError(f"{name}: no {bench} results")
+        data.append((label, side_a, side_b, runs))
+    return data
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def draw(plt, data):
     fig, axes = plt.subplots(1, len(PANELS), figsize=(12, 4.2))
     for ax, (bench, floor, target) in zip(axes, PANELS):
         for c, (label, side_a, side_b, runs) in enumerate(data):
@@ -87,8 +79,11 @@ def main():
             a, b = runs[bench]
             print(f"{label}: {bench}: {side_a} median {statistics.median(a):.2f} us, "
                   f"{side_b} median {statistics.median(b):.2f} us")
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-ninth-pass.png", load_data, draw)
 
 
 if __name__ == "__main__":

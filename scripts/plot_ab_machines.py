@@ -18,7 +18,7 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, parse_figure_args, read_ab_runs, refuses_to_replace, save_figure
+from figure_out import FigureInputError, read_ab_runs, run_figure
 
 VERSIONS = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 BENCH = "attention/decode/b64/ctx32768/fp8"
@@ -63,26 +63,19 @@ def read_series(name, kind, wanted):
     return out
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-ab-machines.png")
-    if refuses_to_replace(args, "plot_ab_machines.py"):
-        return 2
-    try:
-        machines, points = [], []  # points: (machine index, label, us)
-        for machine, name, kind, wanted in SOURCES:
-            if machine not in machines:
-                machines.append(machine)
-            series = read_series(name, kind, wanted)
-            for key, label in wanted.items():
-                points += [(machines.index(machine), label, t) for t in series[key]]
-    except FigureInputError as e:
-        print(f"plot_ab_machines.py: {e}", file=sys.stderr)
-        return 2
+def load_data():
+    machines, points = [], []  # points: (machine index, label, us)
+    for machine, name, kind, wanted in SOURCES:
+        if machine not in machines:
+            machines.append(machine)
+        series = read_series(name, kind, wanted)
+        for key, label in wanted.items():
+            points += [(machines.index(machine), label, t) for t in series[key]]
+    return machines, points
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def draw(plt, loaded):
+    machines, points = loaded
     labels = list(dict.fromkeys(label for _, label, _ in points))
     colors = {BASE: "tab:blue", "8ceab5f (V rows on sectors)": "tab:green"}
     others = iter(["tab:orange", "tab:red", "tab:purple", "tab:brown", "tab:gray"])
@@ -106,8 +99,11 @@ def main():
         base = [t for i, lab, t in points if i == m and lab == BASE]
         print(f"{machine}: {BASE} median {statistics.median(base):.2f} us over {len(base)} processes "
               f"({min(base):.2f}-{max(base):.2f})")
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-ab-machines.png", load_data, draw)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from figure_out import parse_figure_args, refuses_to_replace, save_figure
+from figure_out import run_figure
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "docs", "bench")
 VERSIONS = [  # (label, JSON file under docs/bench)
@@ -72,20 +72,12 @@ def pct_copy(path, rows, dtype):
     raise KeyError(f"{path} has no {prefix} benchmark")
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-attention-versions.png")
-    if refuses_to_replace(args, "plot_attention_versions"):
-        return 2
-    try:
-        data = [[pct_copy(os.path.join(BENCH, f), p[0], p[1]) for _, f in VERSIONS] for p in PANELS]
-    except (OSError, KeyError, ValueError) as e:
-        print(f"plot_attention_versions: {e}", file=sys.stderr)
-        return 2
-    import matplotlib
+def load_data():
+    data = [[pct_copy(os.path.join(BENCH, f), p[0], p[1]) for _, f in VERSIONS] for p in PANELS]
+    return data
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def draw(plt, data):
     fig, axes = plt.subplots(1, len(PANELS), figsize=(15, 3.8), sharey=True)
     labels = [v for v, _ in VERSIONS]
     for ax, panel, values in zip(axes, PANELS, data):
@@ -102,8 +94,12 @@ def main():
     axes[0].set_ylim(0, 100)
     fig.suptitle("Sparse attention decode on an H200: issue 7's versions")
     fig.tight_layout()
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-attention-versions.png", load_data, draw,
+                      errors=(OSError, KeyError, ValueError))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import math
 import os
 import sys
 
-from figure_out import parse_figure_args, refuses_to_replace, save_figure
+from figure_out import run_figure
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "docs", "bench")
 RUNS = [f"issue7-versions/h200-2026-11-30-attention-cluster-merge-max{s}.json" for s in (16, 8, 4, 2, 1)]
@@ -56,20 +56,12 @@ def fit(pts):
     return my - slope * mx, slope
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-one-row-steps.png")
-    if refuses_to_replace(args, "plot_one_row_steps"):
-        return 2
-    try:
-        data = {d: points(d) for d in ("bf16", "fp8")}
-    except (OSError, KeyError, ValueError) as e:
-        print(f"plot_one_row_steps: {e}", file=sys.stderr)
-        return 2
-    import matplotlib
+def load_data():
+    data = {d: points(d) for d in ("bf16", "fp8")}
+    return data
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def draw(plt, data):
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for (dtype, pts), color in zip(data.items(), ("#4c72b0", "#c44e52")):
         a, b = fit(pts)
@@ -87,8 +79,11 @@ def main():
     ax.set_title("One decode row, context 32K, H200: time against steps per warp", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-one-row-steps.png", load_data, draw, errors=(OSError, KeyError, ValueError))
 
 
 if __name__ == "__main__":

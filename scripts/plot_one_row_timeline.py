@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from figure_out import parse_figure_args, refuses_to_replace, save_figure
+from figure_out import FigureInputError, run_figure
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions",
                     "h200-2026-11-30-one-row-timeline.json")
@@ -43,22 +43,17 @@ def phases(run):
     return out
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-one-row-timeline.png")
-    if refuses_to_replace(args, "plot_one_row_timeline"):
-        return 2
+def load_data():
+    """[(label, phases, median without stamps)] of the data file's runs."""
     try:
         with open(DATA) as f:
             runs = json.load(f)["runs"]
-        bars = [(r["label"], phases(r), float(r["clean_median_us"])) for r in runs]
+        return [(r["label"], phases(r), float(r["clean_median_us"])) for r in runs]
     except (OSError, KeyError, ValueError, TypeError) as e:
-        print(f"plot_one_row_timeline: {DATA}: {e}", file=sys.stderr)
-        return 2
-    import matplotlib
+        raise FigureInputError(f"{DATA}: {e}")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def draw(plt, bars):
     fig, ax = plt.subplots(figsize=(9, 4.3))
     for y, (label, ph, clean) in enumerate(bars):
         for (name, start, width), color in zip(ph, COLORS):
@@ -80,8 +75,11 @@ def main():
     ax.set_title("One decode row (context 32K, bf16 KV, 33 splits), H200: one launch, phase by phase", fontsize=10)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     fig.tight_layout()
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-one-row-timeline.png", load_data, draw)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, parse_figure_args, refuses_to_replace, save_figure
+from figure_out import FigureInputError, run_figure
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions",
                     "h200-2026-12-01-select-batches.json")
@@ -46,22 +46,16 @@ def processes_of(rows, run, build, name):
     return pts
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-tenth-pass.png")
-    if refuses_to_replace(args, "plot_select_batches.py"):
-        return 2
+def load_data():
     dtypes = ["bf16", "fp8"]
-    try:
-        rows = load(DATA)
-        series = {(dtype, run, build): processes_of(rows, run, build, f"select/decode/b64/ctx131072/{dtype}")
-                  for dtype in dtypes for run, _ in RUNS for build, _, _ in BUILDS}
-    except FigureInputError as e:
-        print(f"plot_select_batches.py: {e}", file=sys.stderr)
-        return 2
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    rows = load(DATA)
+    series = {(dtype, run, build): processes_of(rows, run, build, f"select/decode/b64/ctx131072/{dtype}")
+              for dtype in dtypes for run, _ in RUNS for build, _, _ in BUILDS}
+    return dtypes, series
 
+
+def draw(plt, loaded):
+    dtypes, series = loaded
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
     for ax, dtype in zip(axes, dtypes):
         name = f"select/decode/b64/ctx131072/{dtype}"
@@ -89,8 +83,11 @@ def main():
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.suptitle("Tenth pass: the top-k change, timed with two batch sizes (H200, 2026-12-01)")
     fig.tight_layout(rect=(0, 0.13, 1, 0.95))
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-tenth-pass.png", load_data, draw)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, parse_figure_args, read_ab_runs, refuses_to_replace, save_figure
+from figure_out import FigureInputError, read_ab_runs, run_figure
 
 VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 AGAINST_BASE = [("v1", "h200-2026-12-01-ab-be962f1-mma-v1.json"), ("v2", "h200-2026-12-01-ab-be962f1-mma-v2.json"),
@@ -41,35 +41,29 @@ def medians(path, name):
     return statistics.median(a), statistics.median(b)
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-eleventh-pass.png")
-    if refuses_to_replace(args, "plot_select_mma_versions.py"):
-        return 2
-    try:
-        change = {}  # (benchmark, version) -> % against be962f1
-        prefill = {}  # version -> median us (be962f1 too)
-        for version, name in AGAINST_BASE:
-            path = os.path.join(VERSIONS_DIR, name)
-            for bench, _, _ in DECODE:
-                base, new = medians(path, bench)
-                change[(bench, version)] = 100.0 * (new / base - 1.0)
-            base, new = medians(path, PREFILL)
-            prefill["be962f1"] = base  # the last run, v4's: the committed comparison
-            prefill[version] = new
-        path = os.path.join(VERSIONS_DIR, V5[1])
+def load_data():
+    change = {}  # (benchmark, version) -> % against be962f1
+    prefill = {}  # version -> median us (be962f1 too)
+    for version, name in AGAINST_BASE:
+        path = os.path.join(VERSIONS_DIR, name)
         for bench, _, _ in DECODE:
-            v4, v5 = medians(path, bench)
-            change[(bench, V5[0])] = 100.0 * ((1.0 + change[(bench, "v4")] / 100.0) * v5 / v4 - 1.0)
-        v4, v5 = medians(path, PREFILL)
-        prefill[V5[0]] = prefill["v4"] * v5 / v4
-        base_64, _ = medians(os.path.join(VERSIONS_DIR, AGAINST_BASE[-1][1]), "select/decode/b64/ctx131072/bf16")
-    except FigureInputError as e:
-        print(f"plot_select_mma_versions.py: {e}", file=sys.stderr)
-        return 2
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+            base, new = medians(path, bench)
+            change[(bench, version)] = 100.0 * (new / base - 1.0)
+        base, new = medians(path, PREFILL)
+        prefill["be962f1"] = base  # the last run, v4's: the committed comparison
+        prefill[version] = new
+    path = os.path.join(VERSIONS_DIR, V5[1])
+    for bench, _, _ in DECODE:
+        v4, v5 = medians(path, bench)
+        change[(bench, V5[0])] = 100.0 * ((1.0 + change[(bench, "v4")] / 100.0) * v5 / v4 - 1.0)
+    v4, v5 = medians(path, PREFILL)
+    prefill[V5[0]] = prefill["v4"] * v5 / v4
+    base_64, _ = medians(os.path.join(VERSIONS_DIR, AGAINST_BASE[-1][1]), "select/decode/b64/ctx131072/bf16")
+    return change, prefill, base_64
 
+
+def draw(plt, loaded):
+    change, prefill, base_64 = loaded
     versions = [v for v, _ in AGAINST_BASE] + [V5[0]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
     for bench, label, color in DECODE:
@@ -91,8 +85,11 @@ def main():
     right.set_title("select prefill, 2048 rows x 32K")
     print("prefill: " + ", ".join(f"{n} {prefill[n]:.0f} us" for n in names))
     fig.tight_layout()
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-eleventh-pass.png", load_data, draw)
 
 
 if __name__ == "__main__":

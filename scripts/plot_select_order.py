@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, parse_figure_args, read_ab_runs, refuses_to_replace, save_figure
+from figure_out import FigureInputError, read_ab_runs, run_figure
 
 VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 ORDER_FILE = "h200-2026-12-01-select-order-230e808.json"
@@ -39,23 +39,17 @@ def read_orders(path):
         raise FigureInputError(f"cannot read {path}: {e}")
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-twelfth-pass.png")
-    if refuses_to_replace(args, "plot_select_order.py"):
-        return 2
-    try:
-        points = read_orders(os.path.join(VERSIONS_DIR, ORDER_FILE))
-        ab = read_ab_runs(os.path.join(VERSIONS_DIR, AB_FILE))
-        if BENCH not in ab:
-            raise FigureInputError(f"{AB_FILE} has no benchmark {BENCH}")
-        ab_runs = ab[BENCH][1]
-    except FigureInputError as e:
-        print(f"plot_select_order.py: {e}", file=sys.stderr)
-        return 2
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def load_data():
+    """(the order file's points, the A/B processes' select times)."""
+    points = read_orders(os.path.join(VERSIONS_DIR, ORDER_FILE))
+    ab = read_ab_runs(os.path.join(VERSIONS_DIR, AB_FILE))
+    if BENCH not in ab:
+        raise FigureInputError(f"{AB_FILE} has no benchmark {BENCH}")
+    return points, ab[BENCH][1]
 
+
+def draw(plt, data):
+    points, ab_runs = data
     fig, ax = plt.subplots(figsize=(8.5, 4.2))
     labels = ["A/B processes (select only)"] + [label for label, _ in GROUPS]
     ax.scatter([0.0] * len(ab_runs), ab_runs, color="tab:gray", marker="o")
@@ -77,8 +71,11 @@ def main():
     ax.set_title("One binary, different benchmarks before select in the process (H200, 2026-12-01)")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-twelfth-pass.png", load_data, draw)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, parse_figure_args, refuses_to_replace, save_figure
+from figure_out import FigureInputError, run_figure
 
 VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 PHASES_FILE = "h200-2026-12-01-topk-phases.json"
@@ -57,22 +57,20 @@ def phase_medians(runs, call, tree):
         raise FigureInputError(f"{PHASES_FILE}: a block of {call} {tree} lacks a phase ({e})")
 
 
-def main():
-    args = parse_figure_args(__doc__, "issue7-thirteenth-pass.png")
-    if refuses_to_replace(args, "plot_topk_phases.py"):
-        return 2
+def load_data():
+    """([(label, phase medians)] of VERSIONS, [(order, select medians)] of the probe)."""
+    runs = load(os.path.join(VERSIONS_DIR, PHASES_FILE))
+    medians = [(label, phase_medians(runs, call, tree)) for label, call, tree in VERSIONS]
     try:
-        runs = load(os.path.join(VERSIONS_DIR, PHASES_FILE))
-        medians = [(label, phase_medians(runs, call, tree)) for label, call, tree in VERSIONS]
         probe = [(r["order"].split(":")[0], [float(x) for x in r["select_us"]])
                  for r in load(os.path.join(VERSIONS_DIR, PROBE_FILE))]
-    except (FigureInputError, KeyError, ValueError, TypeError) as e:
-        print(f"plot_topk_phases.py: {e}", file=sys.stderr)
-        return 2
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        raise FigureInputError(f"{PROBE_FILE}: a run lacks its order or times ({e})")
+    return medians, probe
 
+
+def draw(plt, data):
+    medians, probe = data
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.0), gridspec_kw={"width_ratios": [1.7, 1]})
     colors = plt.get_cmap("tab10").colors
     for y, (label, m) in enumerate(medians):
@@ -96,8 +94,11 @@ def main():
     right.set_title("What ran before select in the process", fontsize=10)
     fig.suptitle("Issue 7, thirteenth pass (H200, 2026-12-01)", fontsize=11)
     fig.tight_layout()
-    save_figure(fig, args.out)
-    return 0
+    return fig
+
+
+def main():
+    return run_figure(__doc__, "issue7-thirteenth-pass.png", load_data, draw)
 
 
 if __name__ == "__main__":
