@@ -107,4 +107,15 @@ __device__ inline uint32_t wave_read_lane(uint32_t v, int src) {
 #endif
 }
 
+// The sum of v over this lane and the lanes above it (lane_id() passed in:
+// callers compute it once). The whole wave must be converged and active.
+__device__ inline uint32_t wave_suffix_sum(uint32_t v, int lane) {
+  for (int off = 1; off < warpSize; off <<= 1) {
+    const bool inside = lane + off < warpSize;
+    const uint32_t up = wave_read_lane(v, inside ? lane + off : lane);
+    if (inside) v += up;
+  }
+  return v;
+}
+
 }  // namespace qsa::gpu

@@ -202,22 +202,12 @@ __device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint3
   }
   const int lane = lane_id();
   const int wave = wave_id();
-  uint32_t incl = own;  // keys in the bins of this thread and the threads above it in the wave
-  for (int off = 1; off < warpSize; off <<= 1) {
-    const bool inside = lane + off < warpSize;
-    const uint32_t up = wave_read_lane(incl, inside ? lane + off : lane);
-    if (inside) incl += up;
-  }
+  uint32_t incl = wave_suffix_sum(own, lane);  // keys in the bins of this thread and the threads above it in the wave
   if (lane == 0) sh.wave_total[wave] = incl;
   __syncthreads();
   // Lane w takes wave w's total; the same suffix sum over lanes, read at
   // lane wave + 1, is the keys of the waves above this one.
-  uint32_t waves_incl = lane < waves_per_block() ? sh.wave_total[lane] : 0u;
-  for (int off = 1; off < warpSize; off <<= 1) {
-    const bool inside = lane + off < warpSize;
-    const uint32_t up = wave_read_lane(waves_incl, inside ? lane + off : lane);
-    if (inside) waves_incl += up;
-  }
+  const uint32_t waves_incl = wave_suffix_sum(lane < waves_per_block() ? sh.wave_total[lane] : 0u, lane);
   const uint32_t waves_above = wave_read_lane(waves_incl, wave + 1 < warpSize ? wave + 1 : wave);
   if (wave + 1 < warpSize) incl += waves_above;  // else this is the last of warpSize waves: none above
   const uint32_t above = incl - own;
