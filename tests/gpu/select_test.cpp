@@ -274,16 +274,25 @@ TEST(GpuSelectCodes, PackedDecodersMatchScalar) {
     }
 }
 
+// The scores the pairwise code tests compare: NaNs of both signs,
+// infinities, -0 and +0, denormals, the extremes, neighbours, then `normals`
+// draws of the stream `name`.
+std::vector<float> scores_to_compare(const char* name, uint64_t normals) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> scores = {nan, -nan, inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 1e-42f, -1e-42f, 2e-42f,
+                               std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                               std::numeric_limits<float>::min(), -std::numeric_limits<float>::min(), 0.5f,
+                               0.50000006f, -0.50000006f};
+  const CounterRng rng(0x5e1ec7ULL, name);
+  for (uint64_t i = 0; i < normals; ++i) scores.push_back(static_cast<float>(rng.normal(i)));
+  return scores;
+}
+
 // Key order (larger = earlier) must be block_precedes on every pair of
 // special and ordinary scores and ids, -0 == +0 and all NaNs equal included.
 TEST(GpuSelectCodes, KeyOrderIsCanonical) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> scores = {nan, -nan, inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 1e-42f, -1e-42f,
-                               std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
-                               std::numeric_limits<float>::min(), 0.5f, 0.50000006f};
-  const CounterRng rng(0x5e1ec7ULL, "select.key");
-  for (uint64_t i = 0; i < 40; ++i) scores.push_back(static_cast<float>(rng.normal(i)));
+  const std::vector<float> scores = scores_to_compare("select.key", 40);
   const uint32_t ids[] = {0u, 1u, 7u, 40000u, 0x7FFFFFFEu};
   for (float a : scores)
     for (uint32_t ia : ids)
@@ -302,14 +311,7 @@ TEST(GpuSelectCodes, KeyOrderIsCanonical) {
 // -0 and +0, denormals, infinities, neighbours.
 TEST(GpuSelectCodes, ScoreAtLeastMatchesOrderableCodes) {
   using gpu::select_detail::orderable_score_bits;
-  const float inf = std::numeric_limits<float>::infinity();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> scores = {nan, -nan, inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 1e-42f, -1e-42f, 2e-42f,
-                               std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
-                               std::numeric_limits<float>::min(), -std::numeric_limits<float>::min(), 0.5f,
-                               0.50000006f, -0.50000006f};
-  const CounterRng rng(0x5e1ec7ULL, "select.at_least");
-  for (uint64_t i = 0; i < 60; ++i) scores.push_back(static_cast<float>(rng.normal(i)));
+  const std::vector<float> scores = scores_to_compare("select.at_least", 60);
   for (float x : scores) {
     const uint32_t code = orderable_score_bits(x);
     const gpu::select_detail::ScoreAtLeast at_least(code);
