@@ -61,7 +61,9 @@ int resident_blocks(const void* kernel, int threads, size_t shared_bytes, Carveo
 #if defined(QSA_GPU_CUDA)
     QSA_GPU_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d.max_shared)));
-    const int percent = carveout == Carveout::kMaxL1 ? cudaSharedmemCarveoutMaxL1 : cudaSharedmemCarveoutMaxShared;
+    const int percent = carveout == Carveout::kMaxL1         ? cudaSharedmemCarveoutMaxL1
+                        : carveout == Carveout::kSmallShared ? 10
+                                                             : cudaSharedmemCarveoutMaxShared;
     QSA_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
 #else
     (void)carveout;

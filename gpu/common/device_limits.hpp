@@ -25,8 +25,12 @@ const DeviceLimits& device_limits();
 // attention kernels, the staged scorer); kMaxL1 suits kernels that use none
 // and read through L1 (the tensor-core select scorer: with the largest
 // shared-memory carveout it ran with about 23 KB of L1, docs/performance.md,
-// twelfth pass).
-enum class Carveout { kMaxShared, kMaxL1 };
+// twelfth pass). kSmallShared (a 10% hint: 32 KiB of shared memory on an
+// H200) is for kernels that read through L1 and still need a little shared
+// memory in every block: with kMaxL1 the driver sizes the carveout for one
+// block, so two blocks of 8 KiB shared one 16 KiB carveout and only one fit
+// per SM (the select scorer with its histogram, fourteenth pass).
+enum class Carveout { kMaxShared, kMaxL1, kSmallShared };
 
 // Blocks of `kernel` (a __global__ function's address) that one
 // multiprocessor of the current device holds with `threads` threads and

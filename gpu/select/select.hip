@@ -23,6 +23,8 @@
 
 #if defined(QSA_GPU_CUDA)
 #include "gpu/select/select_mma_scores.hpp"
+static_assert(qsa::gpu::select_detail::kRowHistBits == qsa::gpu::select_detail::kRadixBits,
+              "the scorer counts the top-k's first digit");
 #endif
 
 namespace qsa::gpu {
@@ -34,6 +36,7 @@ namespace {
 inline constexpr int kPrefillScoreThreads = 256;
 static_assert(kSelectDecodeChunk == kDecodeScoreThreads * kDecodeKeysPerThread, "one chunk per scoring block");
 static_assert(kMaxWinners == kSelectMaxBlocksBudget, "the sort buffer holds K_B keys");
+static_assert(kRadixBins == kSelectRowHistBins, "a row histogram holds the first radix pass's bins");
 static_assert(kRadixBins * sizeof(uint32_t) >= kSelectMaxQueryValues * sizeof(float),
               "the fused decode kernel keeps the query row in TopKShared::hist");
 static_assert((kFp8TableFloats + kSelectMaxQueryValues) * sizeof(float) <= 48 * 1024,
@@ -75,11 +78,13 @@ __device__ void write_row(const TopKShared& sh, int k, int blocks_budget, const 
 
 // Phase 2 of row t over its scores (the scratch row, complete for b < visible,
 // visible >= 1): the one top-k every path runs.
+// `bins`: the row's histogram when `hist` (select_topk_kernel), else unused.
 template <int kThreads>
-__device__ void topk_phase(const SelectArgs& a, int64_t t, int32_t visible, TopKShared& sh) {
+__device__ void topk_phase(const SelectArgs& a, int64_t t, int32_t visible, TopKShared& sh, bool hist = false,
+                           const uint32_t (&bins)[kBinsPerThread<kThreads>] = {}) {
   const float* scores = a.score_scratch + t * a.score_stride;
   const int k = visible < a.blocks_budget ? visible : a.blocks_budget;
-  select_top_keys<kThreads>(scores, visible, k, sh);
+  select_top_keys<kThreads>(scores, visible, k, sh, hist, bins);
   write_row<kThreads>(sh, k, a.blocks_budget, scores, visible, a.block_ids + t * a.blocks_budget,
                       a.block_scores + t * a.blocks_budget);
 }
@@ -233,18 +238,53 @@ __global__ void __launch_bounds__(kPrefillScoreThreads)
 // kMmaWaves of row t; no shared memory, no barrier.
 // kSmall: mma_small(H_I, d_I); kWhole: kSmall, kVector and d_I % 32 == 0
 // (key loads without bound tests).
+// With a.row_hist it also counts every score into row t's histogram there,
+// for the top-k (hist_top_keys in select_topk.hpp): first into the block's
+// own bins in shared memory, then the bins it filled into the row's with one
+// atomic each. Atomics straight into the row's bins took select at 64 rows
+// x 128K from 160 to 187 us: a row's scores crowd a few dozen bins, and
+// every block of the row hit the same few addresses in L2. The block's bins
+// are 16-bit (8 KiB), and the launcher asks for a carveout of 32 KiB of
+// shared memory (Carveout::kSmallShared), the one this kernel had without
+// them: two blocks of 16 KiB would need a larger one, and with one block
+// per SM the kernel streamed its keys 2-4% slower (ncu, fourteenth pass).
 template <bool kSmall, bool kVector, bool kWhole>
 __global__ void __launch_bounds__(kMmaScoreThreads, 2)
     select_mma_score_kernel(const uint16_t* index_q, const uint16_t* compressed_keys, SelectArgs a) {
-  allow_dependent_launch();  // the top-k's blocks may get ready (launch_decode)
+  extern __shared__ uint4 hist_shared[];  // [kRadixBins / 2] uint32 when a.row_hist, dynamic
+  allow_dependent_launch();               // the top-k's blocks may get ready (launch_decode)
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
   const int64_t step = int64_t{gridDim.y} * kMmaWaves * kMmaTileKeys;
-  const int64_t first = (int64_t{blockIdx.y} * kMmaWaves + wave_id()) * kMmaTileKeys;
-  if (first >= visible) return;  // uniform over the wave
-  const auto q = mma_query<kSmall, kVector>(index_q + t * a.heads * a.dim, a.heads, a.dim);
-  mma_score_tiles<kSmall, kVector, kWhole>(q, compressed_keys, request_keys(a, t), a.heads, a.scale, visible, first, step,
-                                   a.score_scratch + t * a.score_stride);
+  const int64_t block_first = int64_t{blockIdx.y} * kMmaWaves * kMmaTileKeys;
+  const int64_t first = block_first + int64_t{wave_id()} * kMmaTileKeys;
+  if (block_first >= visible) return;  // uniform over the block
+  constexpr int kHistVectors = kRadixBins / 8;  // uint4 of the block's bins
+  uint32_t* hist = a.row_hist != nullptr ? reinterpret_cast<uint32_t*>(hist_shared) : nullptr;
+  if (hist != nullptr) {  // uniform
+    for (int i = static_cast<int>(threadIdx.x); i < kHistVectors; i += kMmaScoreThreads)
+      hist_shared[i] = make_uint4(0u, 0u, 0u, 0u);
+    __syncthreads();
+  }
+  if (first < visible) {  // uniform over the wave
+    const auto q = mma_query<kSmall, kVector>(index_q + t * a.heads * a.dim, a.heads, a.dim);
+    mma_score_tiles<kSmall, kVector, kWhole>(q, compressed_keys, request_keys(a, t), a.heads, a.scale, visible,
+                                             first, step, a.score_scratch + t * a.score_stride, hist);
+  }
+  if (hist == nullptr) return;  // uniform
+  __syncthreads();
+  uint32_t* row = a.row_hist + t * kRadixBins;
+  for (int i = static_cast<int>(threadIdx.x); i < kHistVectors; i += kMmaScoreThreads) {
+    const uint4 v = hist_shared[i];
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t lo = words[w] & 0xFFFFu;
+      const uint32_t hi = words[w] >> 16;
+      if (lo != 0u) atomicAdd(row + 8 * i + 2 * w, lo);
+      if (hi != 0u) atomicAdd(row + 8 * i + 2 * w + 1, hi);
+    }
+  }
 }
 
 // Prefill path, phase 1 with tensor cores: block c takes rows [c · chunk,
@@ -290,17 +330,39 @@ __global__ void __launch_bounds__(kMmaScoreThreads)
 // Phase 2 of the split decode path and of the prefill path: one block of
 // kThreads per row over the scratch the scoring kernel wrote earlier on the
 // same stream.
+// Row t's histogram from the scoring kernel (a.row_hist, see SelectArgs):
+// this thread's kBinsPerThread bins into `bins`, and zeroes in their place
+// for the next launch. 16-byte loads and stores: the launcher checked the
+// alignment.
+template <int kThreads>
+__device__ void take_row_hist(const SelectArgs& a, int64_t t, uint32_t (&bins)[kBinsPerThread<kThreads>]) {
+  static_assert(kBinsPerThread<kThreads> % 4 == 0, "whole 16-byte vectors of bins per thread");
+  auto* mine = reinterpret_cast<uint4*>(a.row_hist + t * kRadixBins + threadIdx.x * kBinsPerThread<kThreads>);
+#pragma unroll
+  for (int v = 0; v < kBinsPerThread<kThreads> / 4; ++v) {
+    const uint4 four = mine[v];
+    bins[4 * v] = four.x;
+    bins[4 * v + 1] = four.y;
+    bins[4 * v + 2] = four.z;
+    bins[4 * v + 3] = four.w;
+    mine[v] = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) select_topk_kernel(SelectArgs a) {
   __shared__ TopKShared sh;
   wait_for_primary();  // the decode path launches it as a dependent of the scoring kernel
   const int64_t t = blockIdx.x;
+  const bool hist = a.row_hist != nullptr;  // uniform
+  uint32_t bins[kBinsPerThread<kThreads>] = {};
+  if (hist) take_row_hist<kThreads>(a, t, bins);  // every row's, so that all are zero again
   const int32_t visible = guarded_visible(a, t);
   if (visible == 0) {
     write_empty_row<kThreads>(a, t, sh);
     return;
   }
-  topk_phase<kThreads>(a, t, visible, sh);
+  topk_phase<kThreads>(a, t, visible, sh, hist, bins);
 }
 
 // ---- launch --------------------------------------------------------------
@@ -391,39 +453,54 @@ void launch_direct(const SelectLayout& l, const Code* index_q, const Code* compr
 // The tensor-core scorer over (rows, per_row) blocks: as many per row as
 // fit on the device at once beside the other rows' (at least one, at most
 // one per kMmaScoreThreads blocks of the longest row), so no block waits
-// for a second wave and each wave streams many tiles. The kernel uses no
-// shared memory and reads its keys through L1: the largest L1 carveout
-// took it from 153 to 135 us at 64 rows x 128K (docs/performance.md,
-// twelfth pass).
+// for a second wave and each wave streams many tiles. The kernel reads its
+// keys through L1: the largest L1 carveout took it from 153 to 135 us at 64
+// rows x 128K (docs/performance.md, twelfth pass); its only shared memory
+// is the block's histogram (16 KiB) when it counts for the top-k.
+// Returns whether the scorer counted into args.row_hist: not when a block
+// could score 2^16 keys or more (its 16-bit bins could overflow).
 template <bool kSmall, bool kVector, bool kWhole>
-void launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uint16_t* compressed_keys,
+bool launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uint16_t* compressed_keys,
                        const SelectArgs& args, hipStream_t stream) {
   const DeviceLimits& d = device_limits();
-  const int64_t slots = int64_t{d.multiprocessors} *
-                        resident_blocks(reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole>),
-                                        kMmaScoreThreads, 0, Carveout::kMaxL1);
-  const int64_t per_row = blocks_per_row(slots, l.rows, l.max_visible, kMmaScoreThreads);
+  const void* kernel = reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole>);
+  const size_t hist_bytes = kRadixBins / 2 * sizeof(uint32_t);
+  // The slots with the histogram; its 8 KiB keep two blocks per SM (see the kernel).
+  const int64_t slots =
+      int64_t{d.multiprocessors} * resident_blocks(kernel, kMmaScoreThreads, hist_bytes, Carveout::kSmallShared);
+  int64_t per_row = blocks_per_row(slots, l.rows, l.max_visible, kMmaScoreThreads);
+  constexpr int64_t kRound = kMmaWaves * kMmaTileKeys;  // keys a block scores per round over its row
+  const int64_t rounds = (int64_t{l.max_visible} + per_row * kRound - 1) / (per_row * kRound);
+  const bool count = args.row_hist != nullptr && rounds * kRound < 65536;
+  SelectArgs launch_args = args;
+  if (!count) {
+    launch_args.row_hist = nullptr;
+    const int64_t plain =
+        int64_t{d.multiprocessors} * resident_blocks(kernel, kMmaScoreThreads, 0, Carveout::kSmallShared);
+    per_row = blocks_per_row(plain, l.rows, l.max_visible, kMmaScoreThreads);
+  }
   const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(per_row));
-  select_mma_score_kernel<kSmall, kVector, kWhole><<<grid, kMmaScoreThreads, 0, stream>>>(index_q, compressed_keys, args);
+  select_mma_score_kernel<kSmall, kVector, kWhole>
+      <<<grid, kMmaScoreThreads, count ? hist_bytes : 0, stream>>>(index_q, compressed_keys, launch_args);
   QSA_GPU_CHECK_LAUNCH();
+  return count;
 }
 #endif
 
 // Phase 1 of the split decode path: the tensor-core scorer where this build
 // has one for kKind, else the staged reader where its rings fit, else the
-// direct one.
+// direct one. Returns whether it counted into args.row_hist (only the
+// tensor-core scorer does).
 template <CodeKind kKind, bool kVector, class Code>
-void launch_split_scores(const SelectLayout& l, const Code* index_q, const Code* compressed_keys,
+bool launch_split_scores(const SelectLayout& l, const Code* index_q, const Code* compressed_keys,
                          const SelectArgs& args, hipStream_t stream) {
 #if defined(QSA_GPU_CUDA)
   if constexpr (kMmaScores<kKind>) {
-    if (!mma_small(args.heads, args.dim)) {
-      launch_mma_scores<false, kVector, false>(l, index_q, compressed_keys, args, stream);
-    } else if (kVector && args.dim % kMmaChunkDims == 0) {
-      launch_mma_scores<true, kVector, kVector>(l, index_q, compressed_keys, args, stream);
-    } else {
-      launch_mma_scores<true, kVector, false>(l, index_q, compressed_keys, args, stream);
-    }
+    if (!mma_small(args.heads, args.dim))
+      return launch_mma_scores<false, kVector, false>(l, index_q, compressed_keys, args, stream);
+    if (kVector && args.dim % kMmaChunkDims == 0)
+      return launch_mma_scores<true, kVector, kVector>(l, index_q, compressed_keys, args, stream);
+    return launch_mma_scores<true, kVector, false>(l, index_q, compressed_keys, args, stream);
   } else  // (the fma-chain kernels are not instantiated for kKind then)
 #endif
   {
@@ -432,10 +509,11 @@ void launch_split_scores(const SelectLayout& l, const Code* index_q, const Code*
       const StagedShape s = staged_shape<kKind, Code>(l, args, d);
       if (s.waves > 0) {
         launch_staged<kKind>(l, s, d, index_q, compressed_keys, args, stream);
-        return;
+        return false;
       }
     }
     launch_direct<kKind, kVector>(l, index_q, compressed_keys, args, stream);
+    return false;
   }
 }
 
@@ -468,7 +546,8 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
     QSA_GPU_CHECK_LAUNCH();
     return;
   }
-  launch_split_scores<kKind, kVector>(l, index_q, compressed_keys, args, stream);
+  SelectArgs topk_args = args;  // the top-k reads the row histograms only where the scorer counted
+  if (!launch_split_scores<kKind, kVector>(l, index_q, compressed_keys, args, stream)) topk_args.row_hist = nullptr;
   // 1024 threads per row while every row has an SM of its own, 512 beyond:
   // there two 512-thread blocks share an SM where 1024-thread ones would
   // queue for a second wave (256 rows: 5-12% slower). At 64 rows x 128K the
@@ -477,9 +556,10 @@ void launch_decode(const SelectLayout& l, const Code* index_q, const Code* compr
   // early by the dependent launch cost ~13 us (a plain launch of them measured
   // 181 us); one row x 32K is 1 us slower (docs/performance.md, tenth pass).
   if (int64_t{rows} <= device_limits().multiprocessors) {
-    launch_dependent(select_topk_kernel<kTopKMaxThreads>, dim3(rows), dim3(kTopKMaxThreads), stream, args);
+    launch_dependent(select_topk_kernel<kTopKMaxThreads>, dim3(rows), dim3(kTopKMaxThreads), stream, topk_args);
   } else {
-    launch_dependent(select_topk_kernel<kTopKMaxThreads / 2>, dim3(rows), dim3(kTopKMaxThreads / 2), stream, args);
+    launch_dependent(select_topk_kernel<kTopKMaxThreads / 2>, dim3(rows), dim3(kTopKMaxThreads / 2), stream,
+                     topk_args);
   }
 }
 
@@ -526,6 +606,14 @@ void launch_kernels(const SelectLayout& l, const SelectPrefillShape* prefill, bo
 
 }  // namespace select_detail
 
+void select_zero_row_hist(const SelectLayout& l, float* score_scratch, hipStream_t stream) {
+  check_select_layout(l);
+  if (!select_has_row_hist(l)) return;
+  if (score_scratch == nullptr) throw InputError("select_zero_row_hist: the score scratch pointer is null");
+  QSA_GPU_CHECK(hipMemsetAsync(score_scratch + select_row_hist_offset(l), 0,
+                               static_cast<size_t>(l.rows) * kSelectRowHistBins * sizeof(uint32_t), stream));
+}
+
 void launch_select(const SelectParams& p, const IndexerCodes& codes, const SelectLayout& layout,
                    const void* index_q, const void* compressed_keys, const int32_t* token_to_req,
                    const int32_t* visible_blocks, const int32_t* block_table_c, float* score_scratch,
@@ -548,6 +636,7 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
   args.visible_blocks = visible_blocks;
   args.block_table_c = block_table_c;
   args.score_scratch = score_scratch;
+  args.row_hist = nullptr;
   args.block_ids = block_ids;
   args.block_scores = block_scores;
   args.rows = layout.rows;
@@ -575,6 +664,12 @@ void launch_select(const SelectParams& p, const IndexerCodes& codes, const Selec
   const SelectPrefillShape shape = select_prefill_shape(p);
   const SelectPrefillShape* prefill =
       resolve_select_path(p, layout, path) == SelectPath::kPrefill ? &shape : nullptr;
+  // The row histograms (select.hpp), where the scorer counts into them: the
+  // split decode path's tensor-core scorer. Its top-k blocks read 16-byte
+  // vectors of bins, hence the alignment.
+  if (mma_scores && prefill == nullptr && layout.max_visible > kSelectDecodeChunk && select_has_row_hist(layout) &&
+      is_aligned(score_scratch, 16))
+    args.row_hist = reinterpret_cast<uint32_t*>(score_scratch + select_row_hist_offset(layout));
   if (codes.dtype == IndexerDtype::kBf16) {
     launch_kernels<CodeKind::kBf16, uint16_t>(layout, prefill, vector_keys, index_q, compressed_keys, args, stream);
   } else if (codes.fp8_flavor == Fp8Flavor::kE4m3fnuz) {

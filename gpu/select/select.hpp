@@ -148,10 +148,39 @@ SelectPrefillShape select_prefill_shape(const SelectParams& p);
 // The path launch_select runs for `path` (kAuto resolved as described above).
 SelectPath resolve_select_path(const SelectParams& p, const SelectLayout& layout, SelectPath path);
 
-// Floats the score scratch needs: rows · score_stride.
-inline size_t select_scratch_floats(const SelectLayout& l) {
-  return static_cast<size_t>(l.rows) * static_cast<size_t>(l.score_stride);
+// The score scratch: rows · score_stride floats of scores, then, for
+// launches of at most kSelectRowHistMaxRows rows, a [rows, 4096] uint32
+// histogram per row. The decode path's tensor-core scorer counts each score
+// there by its top 12 key bits as it writes it, so that the top-k finds the
+// bin of the K-th key without a pass of its own; the top-k zeroes each
+// row's bins after reading them. It pays where a row's top-k is the tail of
+// the launch: on an H200, select at 1 and 8 rows 6-14% faster; at 64 rows
+// no faster, as the counting costs the scorer what the top-k saves
+// (docs/performance.md, fourteenth pass), hence the limit of 16 rows.
+// The histograms should be zero before the first launch on a scratch
+// (hipMemset once, as select_zero_row_hist does): any other content only
+// costs speed, as the top-k checks what it reads against the scores and
+// takes its other paths when they disagree.
+inline constexpr int kSelectRowHistBins = 4096;
+inline constexpr int64_t kSelectRowHistMaxRows = 16;
+
+// Offset of the histograms in the scratch, in floats (a multiple of 4, so
+// 16-byte aligned when the scratch is), and whether the layout has them.
+inline size_t select_row_hist_offset(const SelectLayout& l) {
+  const size_t scores = static_cast<size_t>(l.rows) * static_cast<size_t>(l.score_stride);
+  return (scores + 3) / 4 * 4;
 }
+inline bool select_has_row_hist(const SelectLayout& l) { return l.rows > 0 && l.rows <= kSelectRowHistMaxRows; }
+
+// Floats the score scratch needs.
+inline size_t select_scratch_floats(const SelectLayout& l) {
+  if (!select_has_row_hist(l)) return static_cast<size_t>(l.rows) * static_cast<size_t>(l.score_stride);
+  return select_row_hist_offset(l) + static_cast<size_t>(l.rows) * kSelectRowHistBins;
+}
+
+// Zeroes the histograms of a scratch of select_scratch_floats(l) floats on
+// `stream` (nothing when the layout has none).
+void select_zero_row_hist(const SelectLayout& l, float* score_scratch, hipStream_t stream);
 
 // Launches the selection on `stream` (asynchronous; nothing is synchronised)
 // through the decode or the prefill path (see SelectPath); both give the same
@@ -164,9 +193,11 @@ inline size_t select_scratch_floats(const SelectLayout& l) {
 //   token_to_req     [T] int32, -1 on padding rows
 //   visible_blocks   [T] int32, V(t)
 //   block_table_c    [R, max_pages] int32, -1 = unmapped page
-//   score_scratch    [T, score_stride] float; on return row t holds the fp32
-//                    score of every block b < V(t) (the rest is untouched),
-//                    which tests read back to check both phases separately
+//   score_scratch    select_scratch_floats(layout) floats: [T, score_stride]
+//                    scores, then the row histograms (see above); on return
+//                    row t holds the fp32 score of every block b < V(t) (the
+//                    rest of its row is untouched), which tests read back to
+//                    check both phases separately, and the histograms are zero
 //   block_ids        [T, K_B] int32 output
 //   block_scores     [T, K_B] float output (the selected blocks' fp32 scores)
 // Throws ConfigError / InputError for params or a layout the kernel cannot

@@ -11,6 +11,7 @@ struct SelectArgs {
   const int32_t* visible_blocks; // [T]
   const int32_t* block_table_c;  // [R, max_pages]
   float* score_scratch;          // [T, score_stride]
+  uint32_t* row_hist;            // [T, kRadixBins] or null: the scorer counts, the top-k reads and zeroes
   int32_t* block_ids;            // [T, K_B]
   float* block_scores;           // [T, K_B]
   int64_t rows;                  // T

@@ -85,6 +85,18 @@ struct ScoreAtLeast {
   QSA_SELECT_HD bool operator()(float score) const { return !(score < t) && !(nan_only && score == score); }
 };
 
+// The smallest score code in histogram bin `bin` (the code's top 12 bits),
+// as a code ScoreAtLeast takes: a score passes ScoreAtLeast(bin_floor_code(
+// bin)) exactly when its code's bin is >= bin. Bins past +inf's (0xFF8)
+// hold only NaN's code, so their floor is that code: ScoreAtLeast of a
+// positive NaN pattern would let every score through. (The bins below
+// -inf's, 0 to 7, let every score through, which is also what their floor
+// means: every code is at least theirs.)
+QSA_SELECT_HD inline uint32_t bin_floor_code(uint32_t bin) {
+  const uint32_t code = bin << 20;
+  return code > 0xFF800000u ? 0xFFFFFFFFu : code;
+}
+
 // 64-bit key: larger key = earlier in the canonical order (descending score,
 // ties to the lower id). Ids are distinct, so keys are distinct, and every
 // key is > 0 (the low half is 0xFFFFFFFF - id with id < 2^31), which lets 0

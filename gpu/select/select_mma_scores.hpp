@@ -54,6 +54,7 @@ inline constexpr int kMmaMaxChunks = 4;   // chunks a lane keeps in registers (d
 inline constexpr int kMmaWaves = 8;       // waves per block of the decode and prefill scorers
 inline constexpr int kMmaScoreThreads = kMmaWaves * 32;
 inline constexpr unsigned kFullMask = 0xffffffffu;
+inline constexpr int kRowHistBits = 12;  // the row histogram's bins: the top-k's first digit (select_topk.hpp)
 
 __host__ __device__ inline int mma_chunks(int dim) { return (dim + kMmaChunkDims - 1) / kMmaChunkDims; }
 
@@ -344,14 +345,26 @@ __device__ inline void mma_tile_scores(const MmaQuery<kSmall>& q, const MmaTileK
 
 // Writes the tile's scores s of blocks below `visible` to scores[b]: NaN on
 // an unmapped page (bit u of `mapped` clear: MmaTileKeys), nothing past V. Lane tq = 0 of each quad stores its four.
+// With `hist` (the split decode scorer's block histogram in shared memory:
+// 16-bit counters, bin j in half j % 2 of word j / 2) each stored score
+// also adds one to the bin of its top 12 key bits, the top-k's first radix
+// digit (hist_top_keys), by an atomic whose result is not used (the wave
+// does not wait for it). The launcher keeps a block's keys below 2^16.
 __device__ inline void mma_store_tile(uint32_t mapped, const float (&s)[4], int64_t b0, int32_t visible,
-                                      float* scores) {
+                                      float* scores, uint32_t* hist = nullptr) {
   const int lane = mma_lane();
   if ((lane & 3) != 0) return;
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     const int64_t b = b0 + (lane >> 2) + 8 * u;
-    if (b < visible) scores[b] = (mapped >> u & 1u) != 0u ? s[u] : float_from_bits(kQuietNanBits);
+    if (b < visible) {
+      const float v = (mapped >> u & 1u) != 0u ? s[u] : float_from_bits(kQuietNanBits);
+      scores[b] = v;
+      if (hist != nullptr) {
+        const uint32_t bin = orderable_score_bits(v) >> (32 - kRowHistBits);
+        atomicAdd(hist + (bin >> 1), 1u << ((bin & 1u) << 4));
+      }
+    }
   }
 }
 
@@ -361,9 +374,11 @@ __device__ inline void mma_store_tile(uint32_t mapped, const float (&s)[4], int6
 // right after this tile's mmas, so they are in flight during its epilogue,
 // its stores and the next table lookup (each wave keeps one tile's loads
 // in flight almost all the time, not only between its lookup and its mmas).
+// `hist`: as mma_store_tile.
 template <bool kSmall, bool kVector, bool kWhole>
 __device__ void mma_score_tiles(const MmaQuery<kSmall>& q, const uint16_t* keys, const PagedKeys& g, int heads,
-                                float scale, int32_t visible, int64_t first, int64_t step, float* scores) {
+                                float scale, int32_t visible, int64_t first, int64_t step, float* scores,
+                                uint32_t* hist = nullptr) {
   if (first >= visible) return;
   MmaBlockWalk walk(first, step, g.rows_per_page);
   MmaTileKeys k = mma_tile_keys(keys, g.dim, mma_resolve(walk.fetch(g, visible), g));
@@ -390,13 +405,13 @@ __device__ void mma_score_tiles(const MmaQuery<kSmall>& q, const uint16_t* keys,
       float s[4];
 #pragma unroll
       for (int u = 0; u < 4; ++u) s[u] = sum[u] * scale;
-      mma_store_tile(mapped, s, b0, visible, scores);
+      mma_store_tile(mapped, s, b0, visible, scores, hist);
     }
   } else {
     for (int64_t b0 = first; b0 < visible; b0 += step) {  // uniform over the wave
       float s[4];
       mma_tile_scores<kSmall, kVector, kWhole>(q, k, heads, g.dim, scale, s);
-      mma_store_tile(k.mapped, s, b0, visible, scores);
+      mma_store_tile(k.mapped, s, b0, visible, scores, hist);
       if (b0 + step < visible) {  // uniform
         k = mma_tile_keys(keys, g.dim, mma_resolve(next, g));
         walk.advance(step, g.rows_per_page);

@@ -180,35 +180,33 @@ __device__ inline void zero_hist(TopKShared& sh) {
   __syncthreads();
 }
 
-// From the histogram of this pass: the bin holding the k-th key, folded into
-// st. Each thread owns kBinsPerThread consecutive bins, takes them into
-// registers and zeroes them for the next pass (no other thread reads them,
-// and the barriers below order the zeroes before the next pass's counts).
-// An inclusive suffix sum of the threads' totals, within the wave by
-// shuffles and then over the waves' totals by shuffles in every wave (a loop
-// over the waves above was up to 31 dependent shared-memory loads), tells
-// the one thread whose bins hold it.
+// From the histogram of a pass, each thread holding its kBinsPerThread
+// consecutive bins in `bins`: the bin holding the k-th key, folded into st;
+// returns the keys the histogram counts (in every thread). An inclusive
+// suffix sum of the threads' totals, within the wave by shuffles and then
+// over the waves' totals by shuffles in every wave (a loop over the waves
+// above was up to 31 dependent shared-memory loads), tells the one thread
+// whose bins hold it. When no thread does (st.need beyond the count, which
+// only a histogram from outside the block can give), st takes whatever
+// sh.digit / need / bucket held: the callers check the count first, or the
+// result after.
 template <int kThreads>
-__device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint32_t digit_mask) {
+__device__ inline uint32_t pick_bin_of(const uint32_t (&bins)[kBinsPerThread<kThreads>], TopKShared& sh,
+                                       RadixState& st, int shift, uint32_t digit_mask) {
   const int tid = static_cast<int>(threadIdx.x);
-  uint32_t* mine = sh.hist + tid * kBinsPerThread<kThreads>;
-  uint32_t bins[kBinsPerThread<kThreads>];
   uint32_t own = 0;
 #pragma unroll
-  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) {
-    bins[i] = mine[i];
-    own += bins[i];
-    mine[i] = 0;
-  }
+  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) own += bins[i];
   const int lane = lane_id();
   const int wave = wave_id();
   uint32_t incl = wave_suffix_sum(own, lane);  // keys in the bins of this thread and the threads above it in the wave
   if (lane == 0) sh.wave_total[wave] = incl;
   __syncthreads();
   // Lane w takes wave w's total; the same suffix sum over lanes, read at
-  // lane wave + 1, is the keys of the waves above this one.
+  // lane wave + 1, is the keys of the waves above this one (at lane 0: all).
   const uint32_t waves_incl = wave_suffix_sum(lane < waves_per_block() ? sh.wave_total[lane] : 0u, lane);
   const uint32_t waves_above = wave_read_lane(waves_incl, wave + 1 < warpSize ? wave + 1 : wave);
+  const uint32_t total = wave_read_lane(waves_incl, 0);
   if (wave + 1 < warpSize) incl += waves_above;  // else this is the last of warpSize waves: none above
   const uint32_t above = incl - own;
   if (above < st.need && st.need <= incl) {  // exactly one thread
@@ -232,6 +230,23 @@ __device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint3
   ++st.pass;
   // sh.digit / need / bucket are rewritten only after the next pass's
   // barrier, sh.wave_total after it too: no barrier needed here.
+  return total;
+}
+
+// pick_bin_of over the block's histogram in sh.hist. Each thread takes its
+// bins into registers and zeroes them for the next pass (no other thread
+// reads them, and pick_bin_of's barriers order the zeroes before the next
+// pass's counts).
+template <int kThreads>
+__device__ inline void pick_bin(TopKShared& sh, RadixState& st, int shift, uint32_t digit_mask) {
+  uint32_t* mine = sh.hist + threadIdx.x * kBinsPerThread<kThreads>;
+  uint32_t bins[kBinsPerThread<kThreads>];
+#pragma unroll
+  for (int i = 0; i < kBinsPerThread<kThreads>; ++i) {
+    bins[i] = mine[i];
+    mine[i] = 0;
+  }
+  pick_bin_of<kThreads>(bins, sh, st, shift, digit_mask);
 }
 
 // One radix pass over the keys of `src` that match st.prefix (the
@@ -508,6 +523,41 @@ __device__ inline void gather_at_least(const RowKeys<kThreads>& row, uint32_t t_
   });
 }
 
+// Appends the keys of `gathered` >= kth to sh.cand (capped at
+// kMaxCandidates) and returns how many there are.
+template <int kThreads>
+__device__ inline uint32_t pick_at_least(const CandidateKeys<kThreads>& gathered, uint64_t kth, TopKShared& sh) {
+  if (threadIdx.x == 0) sh.cand_count = 0;
+  __syncthreads();
+  gathered.visit([&](uint64_t key, bool valid) {
+    append_keys(sh.cand, &sh.cand_count, kMaxCandidates, valid && key >= kth, key);
+  });
+  __syncthreads();
+  const uint32_t picked = sh.cand_count;
+  __syncthreads();  // read by every thread before a second pick may reset it
+  return picked;
+}
+
+// The end of the sampled and the histogram paths: sh.keys[0, n) holds every
+// key of the row at or above some key, k <= n <= kMaxWinners and k <=
+// kMaxCandidates; the k largest of them (the row's k largest) go to
+// sh.keys[0, k). st is where the radix passes over them start: pass 0
+// (need k, bucket n), or the state a histogram of the whole row gave after
+// its pass (the k-th key's top digit known, so the passes start at the
+// next). That histogram came from another kernel, so the result is checked:
+// exactly k keys must be >= the threshold it leads to, else the passes run
+// again from pass 0.
+template <int kThreads>
+__device__ inline void keep_top_gathered(uint32_t n, int k, RadixState st, TopKShared& sh) {
+  const CandidateKeys<kThreads> gathered{sh.keys, n};
+  zero_hist<kThreads>(sh);
+  while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass<kThreads>(gathered, sh, st);
+  if (pick_at_least<kThreads>(gathered, st.prefix, sh) != static_cast<uint32_t>(k))  // uniform
+    pick_at_least<kThreads>(gathered, rank_threshold<kThreads>(gathered, n, static_cast<uint32_t>(k), sh), sh);
+  for (int i = static_cast<int>(threadIdx.x); i < k; i += kThreads) sh.keys[i] = sh.cand[i];
+  __syncthreads();
+}
+
 template <int kThreads>
 __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
@@ -527,26 +577,62 @@ __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, in
   __syncthreads();
   const uint32_t n = sh.count;
   if (n < static_cast<uint32_t>(k) || n > static_cast<uint32_t>(kMaxWinners)) return false;  // uniform
-  const CandidateKeys<kThreads> gathered{sh.keys, n};
-  const uint64_t kth = rank_threshold<kThreads>(gathered, n, static_cast<uint32_t>(k), sh);
-  if (tid == 0) sh.cand_count = 0;
+  RadixState st;
+  st.need = static_cast<uint32_t>(k);
+  st.bucket = n;
+  keep_top_gathered<kThreads>(n, k, st, sh);
+  return true;
+}
+
+// The histogram path (select.hip's split decode path on NVIDIA): the scoring
+// kernel counted every score of the row by its top 12 key bits into a
+// global histogram, which the top-k block holds, kBinsPerThread bins per
+// thread, in `bins`. That replaces the sampled path's sample and its two
+// radix passes (~11K of the top-k's ~41K cycles at 64 rows x 128K,
+// thirteenth pass) with one pick over the bins: the k-th key's top digit d.
+// One gather takes the row's keys whose digit is >= d, exactly k - need +
+// bucket of them, and the passes over those start at the second digit.
+// Nothing is trusted: the bins must add up to `visible`, the gather must
+// find the count they predict and fit sh.keys, and keep_top_gathered checks
+// its threshold; else this returns false (before the gather: no pass over
+// the row wasted) and the caller runs the sampled or the full radix path.
+template <int kThreads>
+__device__ inline bool hist_top_keys(const float* scores, int32_t visible, int k,
+                                     const uint32_t (&bins)[kBinsPerThread<kThreads>], TopKShared& sh) {
+  if (k > kMaxCandidates) return false;  // uniform: keep_top_gathered picks through sh.cand
+  if (threadIdx.x == 0) sh.count = 0;    // ordered before the gather by pick_bin_of's barriers
+  RadixState st;
+  st.need = static_cast<uint32_t>(k);
+  st.bucket = static_cast<uint32_t>(visible);
+  const uint32_t total = pick_bin_of<kThreads>(bins, sh, st, pass_shift(0), (1u << pass_bits(0)) - 1u);
+  if (total != static_cast<uint32_t>(visible)) return false;  // uniform
+  const uint32_t expected = static_cast<uint32_t>(k) - st.need + st.bucket;
+  if (expected > static_cast<uint32_t>(kMaxWinners)) return false;  // the bin is too crowded
+  const uint32_t digit = static_cast<uint32_t>(st.prefix >> pass_shift(0));
+  gather_at_least<kThreads>(RowKeys<kThreads>{scores, static_cast<uint32_t>(visible)}, bin_floor_code(digit), sh);
   __syncthreads();
-  gathered.visit([&](uint64_t key, bool valid) {
-    append_keys(sh.cand, &sh.cand_count, kMaxCandidates, valid && key >= kth, key);
-  });
-  __syncthreads();
-  for (int i = tid; i < k; i += kThreads) sh.keys[i] = sh.cand[i];
-  __syncthreads();
+  const uint32_t n = sh.count;
+  if (n < static_cast<uint32_t>(k) || n > static_cast<uint32_t>(kMaxWinners)) return false;  // uniform
+  if (n != expected) {  // the histogram is not this row's: start the passes afresh
+    st = RadixState{};
+    st.need = static_cast<uint32_t>(k);
+    st.bucket = n;
+  }
+  keep_top_gathered<kThreads>(n, k, st, sh);
   return true;
 }
 
 // The k largest keys of scores[0, visible) (1 <= k <= visible, k <=
 // kMaxWinners), sorted descending into sh.keys[0, k); sh.keys[k,
 // next_pow2(k)) is zero padding (smaller than every key).
+// `bins`: the row's histogram from the scoring kernel when `hist` (see
+// hist_top_keys), else unused.
 template <int kThreads>
-__device__ inline void select_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
+__device__ inline void select_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh, bool hist,
+                                       const uint32_t (&bins)[kBinsPerThread<kThreads>]) {
   const int tid = static_cast<int>(threadIdx.x);
-  if (!(sampled_top_keys_apply(visible, k) && sampled_top_keys<kThreads>(scores, visible, k, sh)))
+  if (!(hist && hist_top_keys<kThreads>(scores, visible, k, bins, sh)) &&
+      !(sampled_top_keys_apply(visible, k) && sampled_top_keys<kThreads>(scores, visible, k, sh)))
     radix_top_keys<kThreads>(scores, visible, k, sh);
   const int n = next_pow2(k);
   for (int i = k + tid; i < n; i += kThreads) sh.keys[i] = 0;

@@ -151,6 +151,7 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
     const SelectLayout sl = validate_select(sp, codes, s.geometry.num_pages, c.compressed_rows_per_page(),
                                             l.token_to_req, l.visible_blocks, l.block_table_c);
     DeviceBuffer<float> scratch(select_scratch_floats(sl));
+    select_zero_row_hist(sl, scratch.get(), s.stream);
     launch_select(sp, codes, sl, b.index_q.get(), s.caches.compressed.get(), b.token_to_req.get(),
                   b.visible.get(), b.block_table_c.get(), scratch.get(), b.block_ids.get(), b.block_scores.get(),
                   s.stream);

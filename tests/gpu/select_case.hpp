@@ -169,7 +169,7 @@ inline void mark_sampled_blocks(Scenario& s, int64_t visible, double m) {
 struct GpuResult {
   std::vector<int32_t> ids;
   std::vector<float> scores;
-  std::vector<float> scratch;  // [T, score_stride]
+  std::vector<float> scratch;  // select_scratch_floats: [T, score_stride] scores, then the row histograms
 };
 
 // The element type the kernel reads: the codes as they are (bf16) or narrowed to bytes (fp8).
@@ -184,11 +184,14 @@ gpu::DeviceBuffer<Code> upload_codes(const std::vector<uint16_t>& v) {
   }
 }
 
-// One launch_select through `path`, every output and the scratch poisoned
-// first. The compressed cache starts `cache_offset` codes into its device
-// buffer (0: the allocation's own alignment; 1: misaligned for 16-byte reads).
+// One launch_select through `path`, every output and the scratch's scores
+// poisoned first, its row histograms zeroed as select.hpp asks (or set to
+// `hist`, [T, kSelectRowHistBins], when given). The compressed cache starts
+// `cache_offset` codes into its device buffer (0: the allocation's own
+// alignment; 1: misaligned for 16-byte reads).
 template <class Code>
-GpuResult run_gpu_typed(const Scenario& s, const gpu::SelectLayout& l, gpu::SelectPath path, int cache_offset) {
+GpuResult run_gpu_typed(const Scenario& s, const gpu::SelectLayout& l, gpu::SelectPath path, int cache_offset,
+                        const std::vector<uint32_t>* hist) {
   gpu::DeviceBuffer<Code> q = upload_codes<Code>(s.q_codes);
   std::vector<uint16_t> shifted(static_cast<size_t>(cache_offset), uint16_t{0});
   shifted.insert(shifted.end(), s.k_codes.begin(), s.k_codes.end());
@@ -200,6 +203,12 @@ GpuResult run_gpu_typed(const Scenario& s, const gpu::SelectLayout& l, gpu::Sele
   ids.poison(gpu::kPoisonId);
   scores.poison(gpu::kPoisonFloat);
   scratch.poison(gpu::kPoisonFloat);
+  if (hist == nullptr) {
+    gpu::select_zero_row_hist(l, scratch.get(), hipStream_t{});
+  } else if (gpu::select_has_row_hist(l)) {
+    QSA_GPU_CHECK(hipMemcpy(scratch.get() + gpu::select_row_hist_offset(l), hist->data(),
+                            hist->size() * sizeof(uint32_t), hipMemcpyHostToDevice));
+  }
   gpu::launch_select(s.p, s.codes, l, q.get(), k.get() + cache_offset, req.get(), vis.get(), table.get(),
                      scratch.get(), ids.get(), scores.get(), hipStream_t{}, path);
   QSA_GPU_CHECK(hipDeviceSynchronize());
@@ -207,9 +216,19 @@ GpuResult run_gpu_typed(const Scenario& s, const gpu::SelectLayout& l, gpu::Sele
 }
 
 inline GpuResult run_gpu(const Scenario& s, const gpu::SelectLayout& l,
-                         gpu::SelectPath path = gpu::SelectPath::kAuto, int cache_offset = 0) {
-  if (s.codes.dtype == IndexerDtype::kBf16) return run_gpu_typed<uint16_t>(s, l, path, cache_offset);
-  return run_gpu_typed<uint8_t>(s, l, path, cache_offset);
+                         gpu::SelectPath path = gpu::SelectPath::kAuto, int cache_offset = 0,
+                         const std::vector<uint32_t>* hist = nullptr) {
+  if (s.codes.dtype == IndexerDtype::kBf16) return run_gpu_typed<uint16_t>(s, l, path, cache_offset, hist);
+  return run_gpu_typed<uint8_t>(s, l, path, cache_offset, hist);
+}
+
+// The row histograms of a scratch as the launch left them.
+inline std::vector<uint32_t> row_hist_of(const GpuResult& g, const gpu::SelectLayout& l) {
+  if (!gpu::select_has_row_hist(l)) return {};
+  const size_t at = gpu::select_row_hist_offset(l);
+  std::vector<uint32_t> out(g.scratch.size() - at);
+  std::memcpy(out.data(), g.scratch.data() + at, out.size() * sizeof(uint32_t));
+  return out;
 }
 
 // The reference on the same decoded inputs.

@@ -28,6 +28,7 @@
 #include <limits>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/select/select_codes.hpp"
@@ -215,6 +216,76 @@ TEST(GpuSelectMisaligned, MatchesAlignedCache) {
   }
 }
 
+// The row histograms (select.hpp): the top-k must give the same bits
+// whatever they hold, and leave them zero where it read them. Zeroed (the
+// contract) gives the histogram path; poison fails its count check; a
+// histogram with everything in the zero bin predicts its gather right at
+// small V and leads the passes astray (the check after the passes); one
+// with the K-th key's bin moved one bin down, from the first run's scores,
+// predicts the gather and the passes' start alike and is wrong only in the
+// bin the passes start from.
+TEST(GpuSelectRowHist, AnyHistogramGivesTheSameBits) {
+  const auto fn = Fp8Flavor::kE4m3fn;
+  for (const Case& c : {Case{512, 40000, 4, 32, IndexerDtype::kBf16, fn, Keys::kRandom},
+                        Case{64, 1500, 4, 128, IndexerDtype::kBf16, fn, Keys::kNan},
+                        Case{512, 3000, 4, 128, IndexerDtype::kFp8, fn, Keys::kRandom}}) {
+    SCOPED_TRACE(case_name(c));
+    const Scenario s = make_scenario(c, 0x5e1ec7b1aULL);
+    const SelectLayout l = gpu::validate_select(s.p, s.codes, s.num_pages, s.rows_per_page, s.token_to_req,
+                                                s.visible, s.table);
+    ASSERT_TRUE(gpu::select_has_row_hist(l));
+    const GpuResult zeroed = select_test::run_gpu(s, l, gpu::SelectPath::kDecode);
+    const RefResult ref = select_test::run_reference(s);
+    for (int64_t t = 0; t < s.rows(); ++t) {
+      select_test::check_row(s, ref, zeroed, l, t, false);
+      if (HasFatalFailure()) return;
+    }
+    const std::vector<uint32_t> zeros(static_cast<size_t>(s.rows()) * gpu::kSelectRowHistBins, 0u);
+    ASSERT_EQ(select_test::row_hist_of(zeroed, l), zeros) << "the histograms are not zero after the launch";
+
+    // The first run's histograms, rebuilt on the host from its scores.
+    std::vector<uint32_t> real = zeros;
+    for (int64_t t = 0; t < s.rows(); ++t)
+      for (int32_t b = 0; b < s.visible[t]; ++b)
+        ++real[static_cast<size_t>(t) * gpu::kSelectRowHistBins +
+               (gpu::select_detail::orderable_score_bits(zeroed.scratch[t * l.score_stride + b]) >> 20)];
+    std::vector<uint32_t> poisoned(zeros.size(), gpu::kPoisonId);
+    std::vector<uint32_t> zero_bin = zeros, moved = real;
+    const uint32_t zero_code_bin = gpu::select_detail::orderable_score_bits(0.0f) >> 20;
+    for (int64_t t = 0; t < s.rows(); ++t) {
+      uint32_t* row = moved.data() + t * gpu::kSelectRowHistBins;
+      zero_bin[t * gpu::kSelectRowHistBins + zero_code_bin] = static_cast<uint32_t>(s.visible[t]);
+      // The K-th key's bin (counting down from the top), moved one bin down.
+      const uint32_t k = static_cast<uint32_t>(std::min(s.visible[t], s.p.blocks_budget));
+      uint32_t above = 0;
+      for (int bin = gpu::kSelectRowHistBins - 1; bin > 0 && k > 0; --bin) {
+        if (above + row[bin] >= k) {
+          row[bin - 1] += row[bin];
+          row[bin] = 0;
+          break;
+        }
+        above += row[bin];
+      }
+    }
+    for (const auto& [name, hist] : {std::pair{"poisoned", &poisoned}, std::pair{"all in the zero bin", &zero_bin},
+                                     std::pair{"the K-th key's bin moved down", &moved}}) {
+      SCOPED_TRACE(name);
+      const GpuResult g = select_test::run_gpu(s, l, gpu::SelectPath::kDecode, 0, hist);
+      ASSERT_EQ(g.ids, zeroed.ids);
+      for (size_t i = 0; i < g.scores.size(); ++i)
+        ASSERT_EQ(select_test::bits_of(g.scores[i]), select_test::bits_of(zeroed.scores[i])) << "block_scores " << i;
+#if defined(QSA_GPU_CUDA)
+      // Only the tensor-core scorer (bf16 on NVIDIA) counts, and only its top-k reads and zeroes.
+      if (c.dtype == IndexerDtype::kBf16) {
+        ASSERT_EQ(select_test::row_hist_of(g, l), zeros) << "the histograms are not zero after the launch";
+        continue;
+      }
+#endif
+      ASSERT_EQ(select_test::row_hist_of(g, l), *hist) << "a launch that does not count touched the histograms";
+    }
+  }
+}
+
 // ---- element decoders and the sort key (host side of select_codes.hpp) ----
 
 bool same_decoded(float got, double want) {
@@ -320,6 +391,19 @@ TEST(GpuSelectCodes, ScoreAtLeastMatchesOrderableCodes) {
   }
 }
 
+// A histogram bin's floor code: ScoreAtLeast of it lets a score through
+// exactly when the score's code falls in that bin or above, for every bin
+// (those past +inf's hold only NaN's code) and every special score.
+TEST(GpuSelectCodes, BinFloorCodeMatchesTheBins) {
+  using gpu::select_detail::orderable_score_bits;
+  const std::vector<float> scores = scores_to_compare("select.bin_floor", 200);
+  for (uint32_t bin = 0; bin < static_cast<uint32_t>(gpu::kSelectRowHistBins); ++bin) {
+    const gpu::select_detail::ScoreAtLeast at_least(gpu::select_detail::bin_floor_code(bin));
+    for (float s : scores)
+      ASSERT_EQ(at_least(s), (orderable_score_bits(s) >> 20) >= bin) << s << " against bin " << bin;
+  }
+}
+
 // ---- host validation ------------------------------------------------------
 
 struct ValidInput {
@@ -353,7 +437,18 @@ TEST(GpuSelectValidate, AcceptsValidInputAndSizesTheScratch) {
   EXPECT_EQ(l.max_pages, 4);
   EXPECT_EQ(l.max_visible, 9);
   EXPECT_EQ(l.score_stride, 9);
-  EXPECT_EQ(gpu::select_scratch_floats(l), 36u);
+  // 36 scores, then (from a multiple of 4 floats) 4 row histograms.
+  EXPECT_EQ(gpu::select_row_hist_offset(l), 36u);
+  EXPECT_EQ(gpu::select_scratch_floats(l), 36u + 4u * gpu::kSelectRowHistBins);
+  SelectLayout odd = l;
+  odd.score_stride = 10;  // 40 floats of scores
+  odd.rows = 3;           // 30
+  EXPECT_EQ(gpu::select_row_hist_offset(odd), 32u);
+  EXPECT_EQ(gpu::select_scratch_floats(odd), 32u + 3u * gpu::kSelectRowHistBins);
+  SelectLayout many = l;  // beyond kSelectRowHistMaxRows rows: no histograms
+  many.rows = gpu::kSelectRowHistMaxRows + 1;
+  EXPECT_FALSE(gpu::select_has_row_hist(many));
+  EXPECT_EQ(gpu::select_scratch_floats(many), static_cast<size_t>(many.rows) * 9u);
 }
 
 TEST(GpuSelectValidate, RejectsBadRows) {

@@ -55,6 +55,7 @@ void bench_select(benchmark::State& state, const StepShape& shape, IndexerDtype 
   scores.allocate(copies, static_cast<size_t>(T) * static_cast<size_t>(p.blocks_budget));
   Slab<float> scratch;  // shared by the sets: an engine reuses one workspace
   scratch.allocate(1, std::max<size_t>(1, gpu::select_scratch_floats(layout)));
+  gpu::select_zero_row_hist(layout, scratch.at(0), env.stream);  // once, as an engine would
 
   state.SetLabel(path == gpu::SelectPath::kPrefill ? "path=prefill" : "path=decode");
   const Timing t = time_launches(state, copies, [&](int k) {

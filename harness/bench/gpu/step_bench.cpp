@@ -145,6 +145,7 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
   ps.compressed.fill(fill_kind(c.indexer_dtype, c.fp8_flavor), "step.compressed_keys");
   Slab<float> scratch, workspace;
   scratch.allocate(1, std::max<size_t>(1, gpu::select_scratch_floats(sl)));
+  gpu::select_zero_row_hist(sl, scratch.at(0), env.stream);  // once, as an engine would
   const size_t ws_floats = gpu::sparse_attention_workspace_floats(ap, dims);
   workspace.allocate(1, std::max<size_t>(1, ws_floats));
 
