@@ -8,7 +8,9 @@ barrier before each phase boundary and print from the kernel.
     launch records the cycle counter after a __syncthreads at each boundary (kernel start,
     griddepcontrol.wait returned, sample loaded, its threshold, the gather, the k-th key, the
     winners picked, sorted, written) and prints one "TOPK block ..." line at its 41st and 42nd
-    launch, with the radix passes of both selections and the keys gathered;
+    launch, with the radix passes of both selections and the keys gathered. Where the top-k
+    takes the row histogram (hist_top_keys, fourteenth pass), "sample" is the histogram's load
+    and pick and "thr" is empty;
   - harness/bench/gpu/gpu_main.cpp: QSA_PROBE_ALLOC_GIB=N allocates, writes (hipMemset) and
     frees N GiB before any benchmark; QSA_PROBE_HOLD_GIB=N allocates and writes N GiB and keeps
     them.
@@ -61,8 +63,9 @@ PROBES = """      for (const char* name : {"QSA_PROBE_ALLOC_GIB", "QSA_PROBE_HOL
       }
 """
 
-# (file, anchor line, where, text): the text goes before or after the first line equal to the
-# anchor (whitespace included), or replaces it.
+# (file, anchor line, where, text): the text goes after the first line equal to the anchor
+# (whitespace included; "last-after": the last such line), or replaces it ("replace": the first;
+# "replace-every": each of them).
 EDITS = [
     ("gpu/select/select_topk.hpp", "namespace qsa::gpu::select_detail {", "after", STAMP_FACILITY),
     ("gpu/select/select_topk.hpp",
@@ -72,10 +75,14 @@ EDITS = [
     ("gpu/select/select_topk.hpp",
      "  const uint64_t t = rank_threshold<kThreads>(sample, kTopKSample, sample_rank(visible, k), sh);", "after",
      "  stamp(3);\n"),
-    ("gpu/select/select_topk.hpp", "  const uint32_t n = sh.count;", "replace",
+    # the histogram path (fourteenth pass): its load and pick take the sample's and threshold's places
+    ("gpu/select/select_topk.hpp",
+     "  const uint32_t total = pick_bin_of<kThreads>(bins, sh, st, pass_shift(0), (1u << pass_bits(0)) - 1u);",
+     "after", "  stamp(2);\n  stamp(3);\n"),
+    ("gpu/select/select_topk.hpp", "  const uint32_t n = sh.count;", "replace-every",
      "  stamp(4);\n  const uint32_t n = sh.count;\n  if (threadIdx.x == 0) g_passes[2] = static_cast<int>(n);\n"),
     ("gpu/select/select_topk.hpp",
-     "  const uint64_t kth = rank_threshold<kThreads>(gathered, n, static_cast<uint32_t>(k), sh);", "after",
+     "  while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass<kThreads>(gathered, sh, st);", "after",
      "  stamp(5);\n"),
     ("gpu/select/select_topk.hpp", "    radix_top_keys<kThreads>(scores, visible, k, sh);", "after",
      "  stamp(6);\n"),
@@ -83,7 +90,7 @@ EDITS = [
     ("gpu/select/select.hip",
      "  wait_for_primary();  // the decode path launches it as a dependent of the scoring kernel", "replace",
      "  if (threadIdx.x == 0) g_stamps[0] = clock64();\n  wait_for_primary();\n  stamp(1);\n"),
-    ("gpu/select/select.hip", "  topk_phase<kThreads>(a, t, visible, sh);", "last-after", PRINT_STAMPS),
+    ("gpu/select/select.hip", "  topk_phase<kThreads>(a, t, visible, sh, hist, bins);", "last-after", PRINT_STAMPS),
     ("harness/bench/gpu/gpu_main.cpp", "      qsa::bench::add_gpu_context();", "after", PROBES),
     ("harness/bench/gpu/gpu_main.cpp", "#include <cstdio>", "after", "#include <cstdlib>\n"),
 ]
@@ -98,8 +105,12 @@ def apply(text, path, anchor, where, insert):
     hits = [i for i, line in enumerate(lines) if line == anchor]
     if not hits:
         raise TreeError(f"{path}: no line '{anchor.strip()}' (the code this script instruments has changed)")
-    i = hits[-1] if where == "last-after" else hits[0]
     new = insert.rstrip("\n").split("\n")
+    if where == "replace-every":
+        for i in reversed(hits):
+            lines[i:i + 1] = new
+        return "\n".join(lines)
+    i = hits[-1] if where == "last-after" else hits[0]
     if where == "replace":
         lines[i:i + 1] = new
     else:

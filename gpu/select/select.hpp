@@ -31,7 +31,10 @@
 // Phase 2 radix-selects the K-th largest 64-bit key (orderable score bits,
 // inverted id) with 12-bit digits and wave-aggregated histogram counts,
 // resolves the last digits over the K-th key's bucket in shared memory, and
-// sorts the winners with a bitonic sort (gpu/select/select_topk.hpp).
+// sorts the winners with a bitonic sort (gpu/select/select_topk.hpp). For
+// launches of at most 16 rows the tensor-core scorer also counts the first
+// digit of every score into the scratch's row histograms (below), which
+// spares the top-k its sampling pass.
 // All paths of a build compute every score with the same sequence, so the
 // prefill path's scratch, ids and scores are bit-identical to the decode
 // path's: per head one fma chain over j = 0 .. d_I - 1, heads added in

@@ -22,11 +22,14 @@
 // in shared memory), and the remaining digits are resolved over the
 // candidates alone. Long rows try a sampled threshold first (one pass over
 // the row instead of two or three; sampled_top_keys), falling back to the
-// passes above when the sample misleads. The k winners are sorted
-// descending, which gives the canonical order: one key per thread in
-// registers when k fits the block (a bitonic sort over shuffles and
-// keys[], or in a block alone on its multiprocessor runs sorted by shuffles
-// and merged by ranks), else a bitonic sort in shared memory.
+// passes above when the sample misleads; before that, where the scoring
+// kernel counted the row's first digit (select.hip, at most 16 rows), the
+// top-k starts from those counts instead of a sample (hist_top_keys). The
+// k winners are sorted descending, which gives the canonical order: one key
+// per thread in registers when k fits the block (a bitonic sort over
+// shuffles and keys[], or in a block alone on its multiprocessor runs
+// sorted by shuffles and merged by ranks), else a bitonic sort in shared
+// memory.
 //
 // Every function here runs in the whole block (barriers and ballots), whose
 // size must be kThreads.
