@@ -23,8 +23,6 @@
 
 #if defined(QSA_GPU_CUDA)
 #include "gpu/select/select_mma_scores.hpp"
-static_assert(qsa::gpu::select_detail::kRowHistBits == qsa::gpu::select_detail::kRadixBits,
-              "the scorer counts the top-k's first digit");
 #endif
 
 namespace qsa::gpu {
@@ -36,7 +34,8 @@ namespace {
 inline constexpr int kPrefillScoreThreads = 256;
 static_assert(kSelectDecodeChunk == kDecodeScoreThreads * kDecodeKeysPerThread, "one chunk per scoring block");
 static_assert(kMaxWinners == kSelectMaxBlocksBudget, "the sort buffer holds K_B keys");
-static_assert(kRadixBins == kSelectRowHistBins, "a row histogram holds the first radix pass's bins");
+static_assert(kRadixBins == kSelectRowHistBins && kScoreBinBits == kRadixBits,
+              "a row histogram's bins are the first radix pass's");
 static_assert(kRadixBins * sizeof(uint32_t) >= kSelectMaxQueryValues * sizeof(float),
               "the fused decode kernel keeps the query row in TopKShared::hist");
 static_assert((kFp8TableFloats + kSelectMaxQueryValues) * sizeof(float) <= 48 * 1024,
@@ -456,29 +455,32 @@ void launch_direct(const SelectLayout& l, const Code* index_q, const Code* compr
 // for a second wave and each wave streams many tiles. The kernel reads its
 // keys through L1: the largest L1 carveout took it from 153 to 135 us at 64
 // rows x 128K (docs/performance.md, twelfth pass); its only shared memory
-// is the block's histogram (16 KiB) when it counts for the top-k.
+// is the block's histogram (8 KiB) when it counts for the top-k.
 // Returns whether the scorer counted into args.row_hist: not when a block
 // could score 2^16 keys or more (its 16-bit bins could overflow).
 template <bool kSmall, bool kVector, bool kWhole>
 bool launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uint16_t* compressed_keys,
                        const SelectArgs& args, hipStream_t stream) {
-  const DeviceLimits& d = device_limits();
   const void* kernel = reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole>);
+  // Blocks per row with `bytes` of shared memory per block (the histogram's
+  // 8 KiB keep two blocks per SM, see the kernel).
+  const auto per_row_with = [&](size_t bytes) {
+    const int64_t slots = int64_t{device_limits().multiprocessors} *
+                          resident_blocks(kernel, kMmaScoreThreads, bytes, Carveout::kSmallShared);
+    return blocks_per_row(slots, l.rows, l.max_visible, kMmaScoreThreads);
+  };
   const size_t hist_bytes = kRadixBins / 2 * sizeof(uint32_t);
-  // The slots with the histogram; its 8 KiB keep two blocks per SM (see the kernel).
-  const int64_t slots =
-      int64_t{d.multiprocessors} * resident_blocks(kernel, kMmaScoreThreads, hist_bytes, Carveout::kSmallShared);
-  int64_t per_row = blocks_per_row(slots, l.rows, l.max_visible, kMmaScoreThreads);
-  constexpr int64_t kRound = kMmaWaves * kMmaTileKeys;  // keys a block scores per round over its row
-  const int64_t rounds = (int64_t{l.max_visible} + per_row * kRound - 1) / (per_row * kRound);
-  const bool count = args.row_hist != nullptr && rounds * kRound < 65536;
   SelectArgs launch_args = args;
-  if (!count) {
-    launch_args.row_hist = nullptr;
-    const int64_t plain =
-        int64_t{d.multiprocessors} * resident_blocks(kernel, kMmaScoreThreads, 0, Carveout::kSmallShared);
-    per_row = blocks_per_row(plain, l.rows, l.max_visible, kMmaScoreThreads);
+  int64_t per_row = per_row_with(args.row_hist != nullptr ? hist_bytes : 0);
+  if (args.row_hist != nullptr) {
+    constexpr int64_t kRound = kMmaWaves * kMmaTileKeys;  // keys a block scores per round over its row
+    const int64_t rounds = (int64_t{l.max_visible} + per_row * kRound - 1) / (per_row * kRound);
+    if (rounds * kRound >= 65536) {  // a block's 16-bit bins could overflow: no histogram
+      launch_args.row_hist = nullptr;
+      per_row = per_row_with(0);
+    }
   }
+  const bool count = launch_args.row_hist != nullptr;
   const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(per_row));
   select_mma_score_kernel<kSmall, kVector, kWhole>
       <<<grid, kMmaScoreThreads, count ? hist_bytes : 0, stream>>>(index_q, compressed_keys, launch_args);

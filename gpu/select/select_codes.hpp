@@ -85,6 +85,12 @@ struct ScoreAtLeast {
   QSA_SELECT_HD bool operator()(float score) const { return !(score < t) && !(nan_only && score == score); }
 };
 
+// The row histogram's bin of a score (select.hip's scorer counts, the
+// top-k reads): the top kScoreBinBits bits of its orderable code, which is
+// the top-k's first radix digit.
+inline constexpr int kScoreBinBits = 12;
+QSA_SELECT_HD inline uint32_t score_bin(float score) { return orderable_score_bits(score) >> (32 - kScoreBinBits); }
+
 // The smallest score code in histogram bin `bin` (the code's top 12 bits),
 // as a code ScoreAtLeast takes: a score passes ScoreAtLeast(bin_floor_code(
 // bin)) exactly when its code's bin is >= bin. Bins past +inf's (0xFF8)
@@ -93,7 +99,7 @@ struct ScoreAtLeast {
 // -inf's, 0 to 7, let every score through, which is also what their floor
 // means: every code is at least theirs.)
 QSA_SELECT_HD inline uint32_t bin_floor_code(uint32_t bin) {
-  const uint32_t code = bin << 20;
+  const uint32_t code = bin << (32 - kScoreBinBits);
   return code > 0xFF800000u ? 0xFFFFFFFFu : code;
 }
 

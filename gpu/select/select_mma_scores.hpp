@@ -54,7 +54,6 @@ inline constexpr int kMmaMaxChunks = 4;   // chunks a lane keeps in registers (d
 inline constexpr int kMmaWaves = 8;       // waves per block of the decode and prefill scorers
 inline constexpr int kMmaScoreThreads = kMmaWaves * 32;
 inline constexpr unsigned kFullMask = 0xffffffffu;
-inline constexpr int kRowHistBits = 12;  // the row histogram's bins: the top-k's first digit (select_topk.hpp)
 
 __host__ __device__ inline int mma_chunks(int dim) { return (dim + kMmaChunkDims - 1) / kMmaChunkDims; }
 
@@ -361,7 +360,8 @@ __device__ inline void mma_store_tile(uint32_t mapped, const float (&s)[4], int6
       const float v = (mapped >> u & 1u) != 0u ? s[u] : float_from_bits(kQuietNanBits);
       scores[b] = v;
       if (hist != nullptr) {
-        const uint32_t bin = orderable_score_bits(v) >> (32 - kRowHistBits);
+        // score_bin(v), written out: through the call nvcc schedules this kernel differently
+        const uint32_t bin = orderable_score_bits(v) >> (32 - kScoreBinBits);
         atomicAdd(hist + (bin >> 1), 1u << ((bin & 1u) << 4));
       }
     }

@@ -87,6 +87,13 @@ struct RadixState {
   uint32_t need = 0;    // its rank among the keys matching prefix
   uint32_t bucket = 0;  // keys matching prefix
   int pass = 0;
+  // Before pass 0: the need-th largest of `bucket` keys.
+  __device__ static RadixState start(uint32_t need, uint32_t bucket) {
+    RadixState st;
+    st.need = need;
+    st.bucket = bucket;
+    return st;
+  }
 };
 
 // The keys of a row b < visible, read from the scratch row. visit(key,
@@ -403,9 +410,7 @@ template <int kThreads>
 __device__ inline void radix_top_keys(const float* scores, int32_t visible, int k, TopKShared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   const RowKeys<kThreads> row{scores, static_cast<uint32_t>(visible)};
-  RadixState st;
-  st.need = static_cast<uint32_t>(k);
-  st.bucket = static_cast<uint32_t>(visible);
+  RadixState st = RadixState::start(static_cast<uint32_t>(k), static_cast<uint32_t>(visible));
   zero_hist<kThreads>(sh);
   // Histogram passes over the row until the k-th key's bucket fits the
   // candidate buffer, or is taken whole (bucket == need; at the latest once
@@ -447,9 +452,7 @@ __device__ inline void radix_top_keys(const float* scores, int32_t visible, int 
 // by radix passes in shared memory: exactly `rank` keys of src are >= it.
 template <int kThreads, class Keys>
 __device__ uint64_t rank_threshold(const Keys& src, uint32_t count, uint32_t rank, TopKShared& sh) {
-  RadixState st;
-  st.need = rank;
-  st.bucket = count;
+  RadixState st = RadixState::start(rank, count);
   zero_hist<kThreads>(sh);
   while (st.bucket != st.need && st.pass < kRadixPasses) radix_pass<kThreads>(src, sh, st);
   return st.prefix;
@@ -580,10 +583,7 @@ __device__ inline bool sampled_top_keys(const float* scores, int32_t visible, in
   __syncthreads();
   const uint32_t n = sh.count;
   if (n < static_cast<uint32_t>(k) || n > static_cast<uint32_t>(kMaxWinners)) return false;  // uniform
-  RadixState st;
-  st.need = static_cast<uint32_t>(k);
-  st.bucket = n;
-  keep_top_gathered<kThreads>(n, k, st, sh);
+  keep_top_gathered<kThreads>(n, k, RadixState::start(static_cast<uint32_t>(k), n), sh);
   return true;
 }
 
@@ -604,9 +604,7 @@ __device__ inline bool hist_top_keys(const float* scores, int32_t visible, int k
                                      const uint32_t (&bins)[kBinsPerThread<kThreads>], TopKShared& sh) {
   if (k > kMaxCandidates) return false;  // uniform: keep_top_gathered picks through sh.cand
   if (threadIdx.x == 0) sh.count = 0;    // ordered before the gather by pick_bin_of's barriers
-  RadixState st;
-  st.need = static_cast<uint32_t>(k);
-  st.bucket = static_cast<uint32_t>(visible);
+  RadixState st = RadixState::start(static_cast<uint32_t>(k), static_cast<uint32_t>(visible));
   const uint32_t total = pick_bin_of<kThreads>(bins, sh, st, pass_shift(0), (1u << pass_bits(0)) - 1u);
   if (total != static_cast<uint32_t>(visible)) return false;  // uniform
   const uint32_t expected = static_cast<uint32_t>(k) - st.need + st.bucket;
@@ -616,11 +614,7 @@ __device__ inline bool hist_top_keys(const float* scores, int32_t visible, int k
   __syncthreads();
   const uint32_t n = sh.count;
   if (n < static_cast<uint32_t>(k) || n > static_cast<uint32_t>(kMaxWinners)) return false;  // uniform
-  if (n != expected) {  // the histogram is not this row's: start the passes afresh
-    st = RadixState{};
-    st.need = static_cast<uint32_t>(k);
-    st.bucket = n;
-  }
+  if (n != expected) st = RadixState::start(static_cast<uint32_t>(k), n);  // not this row's histogram: afresh
   keep_top_gathered<kThreads>(n, k, st, sh);
   return true;
 }

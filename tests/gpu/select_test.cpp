@@ -248,10 +248,10 @@ TEST(GpuSelectRowHist, AnyHistogramGivesTheSameBits) {
     for (int64_t t = 0; t < s.rows(); ++t)
       for (int32_t b = 0; b < s.visible[t]; ++b)
         ++real[static_cast<size_t>(t) * gpu::kSelectRowHistBins +
-               (gpu::select_detail::orderable_score_bits(zeroed.scratch[t * l.score_stride + b]) >> 20)];
+               gpu::select_detail::score_bin(zeroed.scratch[t * l.score_stride + b])];
     std::vector<uint32_t> poisoned(zeros.size(), gpu::kPoisonId);
     std::vector<uint32_t> zero_bin = zeros, moved = real;
-    const uint32_t zero_code_bin = gpu::select_detail::orderable_score_bits(0.0f) >> 20;
+    const uint32_t zero_code_bin = gpu::select_detail::score_bin(0.0f);
     for (int64_t t = 0; t < s.rows(); ++t) {
       uint32_t* row = moved.data() + t * gpu::kSelectRowHistBins;
       zero_bin[t * gpu::kSelectRowHistBins + zero_code_bin] = static_cast<uint32_t>(s.visible[t]);
@@ -395,12 +395,12 @@ TEST(GpuSelectCodes, ScoreAtLeastMatchesOrderableCodes) {
 // exactly when the score's code falls in that bin or above, for every bin
 // (those past +inf's hold only NaN's code) and every special score.
 TEST(GpuSelectCodes, BinFloorCodeMatchesTheBins) {
-  using gpu::select_detail::orderable_score_bits;
+  using gpu::select_detail::score_bin;
   const std::vector<float> scores = scores_to_compare("select.bin_floor", 200);
   for (uint32_t bin = 0; bin < static_cast<uint32_t>(gpu::kSelectRowHistBins); ++bin) {
     const gpu::select_detail::ScoreAtLeast at_least(gpu::select_detail::bin_floor_code(bin));
     for (float s : scores)
-      ASSERT_EQ(at_least(s), (orderable_score_bits(s) >> 20) >= bin) << s << " against bin " << bin;
+      ASSERT_EQ(at_least(s), score_bin(s) >= bin) << s << " against bin " << bin;
   }
 }
 
