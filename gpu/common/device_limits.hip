@@ -18,16 +18,19 @@ DeviceLimits query_device_limits(int device) {
   int wave = 0;
   int sms = 0;
   int shared = 0;
+  int l2 = 0;
 #if defined(QSA_GPU_CUDA)
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&wave, cudaDevAttrWarpSize, device));
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  QSA_GPU_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
 #else
   QSA_GPU_CHECK(hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, device));
   QSA_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device));
   QSA_GPU_CHECK(hipDeviceGetAttribute(&shared, hipDeviceAttributeMaxSharedMemoryPerBlock, device));
+  QSA_GPU_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device));
 #endif
-  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared)};
+  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared), static_cast<size_t>(l2 > 0 ? l2 : 0)};
 }
 
 int current_device() {

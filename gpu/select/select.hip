@@ -232,9 +232,11 @@ __global__ void __launch_bounds__(kPrefillScoreThreads)
 }
 
 #if defined(QSA_GPU_CUDA)
+inline constexpr int kMmaHistBytes = kRadixBins / 2 * static_cast<int>(sizeof(uint32_t));  // a block's 16-bit bins
+
 // Decode path, phase 1 with tensor cores (select_mma_scores.hpp): wave w of
 // block (t, y) scores the wave tiles y · kMmaWaves + w + i · gridDim.y ·
-// kMmaWaves of row t; no shared memory, no barrier.
+// kMmaWaves of row t; no barrier but the histogram's.
 // kSmall: mma_small(H_I, d_I); kWhole: kSmall, kVector and d_I % 32 == 0
 // (key loads without bound tests).
 // With a.row_hist it also counts every score into row t's histogram there,
@@ -247,10 +249,13 @@ __global__ void __launch_bounds__(kPrefillScoreThreads)
 // shared memory (Carveout::kSmallShared), the one this kernel had without
 // them: two blocks of 16 KiB would need a larger one, and with one block
 // per SM the kernel streamed its keys 2-4% slower (ncu, fourteenth pass).
-template <bool kSmall, bool kVector, bool kWhole>
+// kStaged (d_I = 128, kSmall and kWhole): the keys reach the fragments
+// through each wave's stage in shared memory (mma_score_tiles_staged), after
+// the histogram's bins when the block counts.
+template <bool kSmall, bool kVector, bool kWhole, bool kStaged>
 __global__ void __launch_bounds__(kMmaScoreThreads, 2)
     select_mma_score_kernel(const uint16_t* index_q, const uint16_t* compressed_keys, SelectArgs a) {
-  extern __shared__ uint4 hist_shared[];  // [kRadixBins / 2] uint32 when a.row_hist, dynamic
+  extern __shared__ uint4 hist_shared[];  // [kRadixBins / 2] uint32 when a.row_hist, then the stages; dynamic
   allow_dependent_launch();               // the top-k's blocks may get ready (launch_decode)
   const int64_t t = blockIdx.x;
   const int32_t visible = guarded_visible(a, t);
@@ -267,8 +272,16 @@ __global__ void __launch_bounds__(kMmaScoreThreads, 2)
   }
   if (first < visible) {  // uniform over the wave
     const auto q = mma_query<kSmall, kVector>(index_q + t * a.heads * a.dim, a.heads, a.dim);
-    mma_score_tiles<kSmall, kVector, kWhole>(q, compressed_keys, request_keys(a, t), a.heads, a.scale, visible,
-                                             first, step, a.score_scratch + t * a.score_stride, hist);
+    if constexpr (kStaged) {
+      static_assert(kSmall && kWhole, "the stage holds whole rows of d_I = 128");
+      unsigned char* stage = reinterpret_cast<unsigned char*>(hist_shared) + (hist != nullptr ? kMmaHistBytes : 0) +
+                             wave_id() * kMmaStageBytes;
+      mma_score_tiles_staged(q, compressed_keys, request_keys(a, t), a.heads, a.scale, visible, first, step,
+                             a.score_scratch + t * a.score_stride, stage, hist);
+    } else {
+      mma_score_tiles<kSmall, kVector, kWhole>(q, compressed_keys, request_keys(a, t), a.heads, a.scale, visible,
+                                               first, step, a.score_scratch + t * a.score_stride, hist);
+    }
   }
   if (hist == nullptr) return;  // uniform
   __syncthreads();
@@ -449,41 +462,57 @@ void launch_direct(const SelectLayout& l, const Code* index_q, const Code* compr
 }
 
 #if defined(QSA_GPU_CUDA)
+// Whether the launch's scores may be stored with the staged scorer's L2
+// evict-last hint: at most half of the L2. Past that the hint keeps lines
+// that the top-k cannot all find there (prefill select at 2048 rows x 32K,
+// 64 MiB of scores: +4.7%); 256 rows x 128K (32 MiB, more than half of an
+// H200's L2) neither gained nor lost. Larger launches take the register
+// scorer, which reads its keys through L1 and stores plainly (fifteenth
+// pass).
+bool keep_scores_in_l2(const SelectLayout& l) {
+  const size_t bytes = static_cast<size_t>(l.rows) * static_cast<size_t>(l.max_visible) * sizeof(float);
+  return bytes <= device_limits().l2_bytes / 2;
+}
+
 // The tensor-core scorer over (rows, per_row) blocks: as many per row as
 // fit on the device at once beside the other rows' (at least one, at most
 // one per kMmaScoreThreads blocks of the longest row), so no block waits
-// for a second wave and each wave streams many tiles. The kernel reads its
-// keys through L1: the largest L1 carveout took it from 153 to 135 us at 64
-// rows x 128K (docs/performance.md, twelfth pass); its only shared memory
-// is the block's histogram (8 KiB) when it counts for the top-k.
+// for a second wave and each wave streams many tiles. The register kernel
+// reads its keys through L1: the largest L1 carveout took it from 153 to
+// 135 us at 64 rows x 128K (docs/performance.md, twelfth pass); its only
+// shared memory is the block's histogram (8 KiB) when it counts for the
+// top-k. The staged kernel (kStaged) adds its waves' stages (64 KiB).
 // Returns whether the scorer counted into args.row_hist: not when a block
 // could score 2^16 keys or more (its 16-bit bins could overflow).
-template <bool kSmall, bool kVector, bool kWhole>
+template <bool kSmall, bool kVector, bool kWhole, bool kStaged>
 bool launch_mma_scores(const SelectLayout& l, const uint16_t* index_q, const uint16_t* compressed_keys,
                        const SelectArgs& args, hipStream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole>);
-  // Blocks per row with `bytes` of shared memory per block (the histogram's
-  // 8 KiB keep two blocks per SM, see the kernel).
+  const void* kernel = reinterpret_cast<const void*>(select_mma_score_kernel<kSmall, kVector, kWhole, kStaged>);
+  // The staged kernel's copies bypass L1, so it takes the largest shared
+  // memory carveout (two blocks of 64-72 KiB per SM).
+  const Carveout carveout = kStaged ? Carveout::kMaxShared : Carveout::kSmallShared;
+  const size_t stage_bytes = kStaged ? size_t{kMmaWaves} * kMmaStageBytes : 0;
+  // Blocks per row with `bytes` of shared memory per block.
   const auto per_row_with = [&](size_t bytes) {
     const int64_t slots = int64_t{device_limits().multiprocessors} *
-                          resident_blocks(kernel, kMmaScoreThreads, bytes, Carveout::kSmallShared);
+                          resident_blocks(kernel, kMmaScoreThreads, bytes, carveout);
     return blocks_per_row(slots, l.rows, l.max_visible, kMmaScoreThreads);
   };
-  const size_t hist_bytes = kRadixBins / 2 * sizeof(uint32_t);
   SelectArgs launch_args = args;
-  int64_t per_row = per_row_with(args.row_hist != nullptr ? hist_bytes : 0);
+  int64_t per_row = per_row_with(stage_bytes + (args.row_hist != nullptr ? kMmaHistBytes : 0));
   if (args.row_hist != nullptr) {
     constexpr int64_t kRound = kMmaWaves * kMmaTileKeys;  // keys a block scores per round over its row
     const int64_t rounds = (int64_t{l.max_visible} + per_row * kRound - 1) / (per_row * kRound);
     if (rounds * kRound >= 65536) {  // a block's 16-bit bins could overflow: no histogram
       launch_args.row_hist = nullptr;
-      per_row = per_row_with(0);
+      per_row = per_row_with(stage_bytes);
     }
   }
   const bool count = launch_args.row_hist != nullptr;
   const dim3 grid(static_cast<unsigned>(l.rows), static_cast<unsigned>(per_row));
-  select_mma_score_kernel<kSmall, kVector, kWhole>
-      <<<grid, kMmaScoreThreads, count ? hist_bytes : 0, stream>>>(index_q, compressed_keys, launch_args);
+  select_mma_score_kernel<kSmall, kVector, kWhole, kStaged>
+      <<<grid, kMmaScoreThreads, stage_bytes + (count ? kMmaHistBytes : 0), stream>>>(index_q, compressed_keys,
+                                                                                      launch_args);
   QSA_GPU_CHECK_LAUNCH();
   return count;
 }
@@ -499,10 +528,12 @@ bool launch_split_scores(const SelectLayout& l, const Code* index_q, const Code*
 #if defined(QSA_GPU_CUDA)
   if constexpr (kMmaScores<kKind>) {
     if (!mma_small(args.heads, args.dim))
-      return launch_mma_scores<false, kVector, false>(l, index_q, compressed_keys, args, stream);
+      return launch_mma_scores<false, kVector, false, false>(l, index_q, compressed_keys, args, stream);
+    if (kVector && args.dim == kMmaStagedDim && keep_scores_in_l2(l))
+      return launch_mma_scores<true, kVector, kVector, kVector>(l, index_q, compressed_keys, args, stream);
     if (kVector && args.dim % kMmaChunkDims == 0)
-      return launch_mma_scores<true, kVector, kVector>(l, index_q, compressed_keys, args, stream);
-    return launch_mma_scores<true, kVector, false>(l, index_q, compressed_keys, args, stream);
+      return launch_mma_scores<true, kVector, kVector, false>(l, index_q, compressed_keys, args, stream);
+    return launch_mma_scores<true, kVector, false, false>(l, index_q, compressed_keys, args, stream);
   } else  // (the fma-chain kernels are not instantiated for kKind then)
 #endif
   {

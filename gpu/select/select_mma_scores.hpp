@@ -342,13 +342,24 @@ __device__ inline void mma_tile_scores(const MmaQuery<kSmall>& q, const MmaTileK
   }
 }
 
+// A score into the scratch with an L2 evict-last hint (sm_80+): the
+// staged scorer's stores (see mma_score_tiles_staged). The policy is a
+// pure function of nothing, so nvcc hoists it out of the tile loop.
+__device__ inline void mma_store_keep_l2(float* p, float v) {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;\n" ::"l"(p), "f"(v), "l"(policy) : "memory");
+}
+
 // Writes the tile's scores s of blocks below `visible` to scores[b]: NaN on
 // an unmapped page (bit u of `mapped` clear: MmaTileKeys), nothing past V. Lane tq = 0 of each quad stores its four.
+// kKeepInL2: with mma_store_keep_l2's hint (the staged decode scorer).
 // With `hist` (the split decode scorer's block histogram in shared memory:
 // 16-bit counters, bin j in half j % 2 of word j / 2) each stored score
 // also adds one to the bin of its top 12 key bits, the top-k's first radix
 // digit (hist_top_keys), by an atomic whose result is not used (the wave
 // does not wait for it). The launcher keeps a block's keys below 2^16.
+template <bool kKeepInL2 = false>
 __device__ inline void mma_store_tile(uint32_t mapped, const float (&s)[4], int64_t b0, int32_t visible,
                                       float* scores, uint32_t* hist = nullptr) {
   const int lane = mma_lane();
@@ -358,13 +369,131 @@ __device__ inline void mma_store_tile(uint32_t mapped, const float (&s)[4], int6
     const int64_t b = b0 + (lane >> 2) + 8 * u;
     if (b < visible) {
       const float v = (mapped >> u & 1u) != 0u ? s[u] : float_from_bits(kQuietNanBits);
-      scores[b] = v;
+      if constexpr (kKeepInL2) {
+        mma_store_keep_l2(scores + b, v);
+      } else {
+        scores[b] = v;
+      }
       if (hist != nullptr) {
         // score_bin(v), written out: through the call nvcc schedules this kernel differently
         const uint32_t bin = orderable_score_bits(v) >> (32 - kScoreBinBits);
         atomicAdd(hist + (bin >> 1), 1u << ((bin & 1u) << 4));
       }
     }
+  }
+}
+
+// ---- the staged decode scorer (d_I = 128) --------------------------------
+//
+// Why (docs/performance.md, fifteenth pass): at 64 rows x 128K the register
+// scorer streamed its 512 MiB of keys at 4.0 TB/s, where a probe that only
+// reads the same tiles reached 4.4 TB/s (123 us against 136). The probe lost
+// the same 11 us as soon as it also wrote 4 bytes per key: the 8 MiB of
+// scores, written back to DRAM in the middle of the key stream, cost 9% of
+// the time for 1.6% of the bytes. Stored with an L2 evict-last hint they
+// stay in L2 (where the top-k reads them next) and the probe was back at
+// 123 us. The hint only paid off in the real kernel once its key loads
+// bypassed L1 (with L1 loads it was slower at 256 rows): here each wave
+// copies a tile's keys into its stage in shared memory with cp.async, each
+// instruction two whole key rows (512 contiguous bytes), and reads its
+// fragments from there: the same codes in the same registers, so the same
+// mmas and the same bits as the register scorer.
+//
+// The stage: kMmaTileKeys rows of 128 codes (256 bytes); 16-byte chunk j of
+// row r sits at chunk j ^ 4 (r & 1) of its row, so that each quarter-wave of
+// a fragment read (rows 2p and 2p + 1, four chunks each) covers the 32 banks
+// once.
+inline constexpr int kMmaStagedDim = kMmaMaxChunks * kMmaChunkDims;  // 128: the only d_I staged
+inline constexpr int kMmaStageChunks = kMmaStagedDim / 8;             // 16-byte chunks per key row
+inline constexpr int kMmaStageBytes = kMmaTileKeys * kMmaStagedDim * 2;  // 8 KiB per wave
+
+__device__ inline uint32_t mma_stage_offset(int r, int j) {
+  return static_cast<uint32_t>(r * kMmaStagedDim * 2 + 16 * (j ^ ((r & 1) << 2)));
+}
+
+// Issues the copies of one tile into the wave's stage (one commit group)
+// and returns the tile's `mapped` bits as mma_tile_keys would (bit u: key gq
+// + 8u of this lane's quad is its block's own). `own`: this lane's cache row
+// (-1: none; lane l holds block b0 + l); an unmapped or absent block copies
+// the cache's first row, whose score is dropped. Copy m of lane l is chunk l
+// % 16 of row 2m + l / 16.
+__device__ inline uint32_t mma_stage_copy(uint32_t stage, const uint16_t* keys, int64_t own) {
+  const int lane = mma_lane();
+  const int j = lane & (kMmaStageChunks - 1);
+  const int half = lane / kMmaStageChunks;
+  const long long first = __shfl_sync(kFullMask, static_cast<long long>(own), 0);
+  uint32_t mapped = 0xFu;
+  if (__all_sync(kFullMask, own >= 0 && own == first + lane)) {  // uniform: one page's consecutive rows
+    const uint16_t* src = keys + (first + half) * kMmaStagedDim + 8 * j;
+#pragma unroll
+    for (int m = 0; m < kMmaTileKeys / 2; ++m)
+      sm80::cp_async16(stage + mma_stage_offset(2 * m + half, j), src + 2 * m * kMmaStagedDim, true);
+  } else {
+#pragma unroll
+    for (int m = 0; m < kMmaTileKeys / 2; ++m) {
+      const long long r = __shfl_sync(kFullMask, static_cast<long long>(own), 2 * m + half);
+      sm80::cp_async16(stage + mma_stage_offset(2 * m + half, j), keys + (r >= 0 ? r : 0) * kMmaStagedDim + 8 * j,
+                       true);
+    }
+    const int gq = lane >> 2;
+    mapped = 0u;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) mapped |= __shfl_sync(kFullMask, own, gq + 8 * u) >= 0 ? 1u << u : 0u;
+  }
+  sm80::cp_async_commit();
+  return mapped;
+}
+
+// Chunk c of the tile's fragments from the stage, as mma_load_keys gives
+// them: kv[u] = codes 32c + 8tq .. + 8 of key gq + 8u.
+__device__ inline void mma_stage_load_chunk(const unsigned char* stage, int c, uint4 (&kv)[4]) {
+  const int gq = mma_lane() >> 2;
+  const int tq = mma_lane() & 3;
+#pragma unroll
+  for (int u = 0; u < 4; ++u) kv[u] = *reinterpret_cast<const uint4*>(stage + mma_stage_offset(gq + 8 * u, 4 * c + tq));
+}
+
+// mma_score_tiles for d_I = 128 with H_I <= 8 (mma_small, kWhole), the keys
+// through `stage` (this wave's kMmaStageBytes of shared memory), the scores
+// stored with the evict-last hint. Only one chunk's fragments are in
+// registers at a time; the next tile's copies are issued once the stage has
+// been read, so they are in flight during the epilogue, the stores and the
+// next table lookup.
+__device__ void mma_score_tiles_staged(const MmaQuery<true>& q, const uint16_t* keys, const PagedKeys& g, int heads,
+                                       float scale, int32_t visible, int64_t first, int64_t step, float* scores,
+                                       unsigned char* stage, uint32_t* hist) {
+  if (first >= visible) return;
+  const uint32_t stage_addr = sm80::smem_addr(stage);
+  MmaBlockWalk walk(first, step, g.rows_per_page);
+  uint32_t mapped_next = mma_stage_copy(stage_addr, keys, mma_resolve(walk.fetch(g, visible), g));
+  walk.advance(step, g.rows_per_page);
+  MmaPendingRow next = walk.fetch(g, visible);  // the next tile's table load
+  for (int64_t b0 = first; b0 < visible; b0 += step) {  // uniform over the wave
+    sm80::cp_async_wait<0>();
+    __syncwarp();  // every lane's copies have landed
+    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int c = 0; c < kMmaMaxChunks; ++c) {  // one chunk's fragments live at a time
+      uint4 kv[4];
+      mma_stage_load_chunk(stage, c, kv);
+      mma_chunk(kv, q.qf[c], acc);
+    }
+    __syncwarp();  // every lane has read the stage before the next copies overwrite it
+    const uint32_t mapped = mapped_next;
+    if (b0 + step < visible) {  // uniform: the next tile's copies
+      mapped_next = mma_stage_copy(stage_addr, keys, mma_resolve(next, g));
+      walk.advance(step, g.rows_per_page);
+      next = walk.fetch(g, visible);  // used one tile later
+    }
+    // mma_score_tiles' epilogue, written out in both: through a shared
+    // helper nvcc scheduled the register scorer (and the fused kernel)
+    // differently.
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_add_heads(acc, heads, sum);
+    float s[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) s[u] = sum[u] * scale;
+    mma_store_tile<true>(mapped, s, b0, visible, scores, hist);
   }
 }
 
