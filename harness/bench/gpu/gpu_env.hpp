@@ -17,6 +17,15 @@ namespace qsa::bench {
 // the vendor's figure is ~990).
 inline constexpr double kAssumedMatrixTflops = 790.0;
 
+// How long each benchmark waits, idle, before its warm-up. Freeing device
+// memory is followed by work of the driver that takes DRAM bandwidth: after
+// 16 GiB were freed, a 512 MiB read stream ran 15% slower for 45 ms, then at
+// its usual speed again (docs/performance.md, fifteenth pass). A benchmark
+// that frees its 16 GiB page pool would otherwise slow the next one down:
+// select at 64 rows x 128K measured 8 us more after a prepare benchmark
+// (twelfth and thirteenth passes). An engine allocates its pools once.
+inline constexpr int kDefaultSettleMs = 100;
+
 struct GpuEnv {
   std::string gpu_name;
   int64_t l2_bytes = 0;
@@ -25,6 +34,7 @@ struct GpuEnv {
   uint64_t seed = 20261130;        // QSA_BENCH_SEED
   int iterations = 20;             // timed batches per benchmark (QSA_BENCH_ITERATIONS)
   bool shuffled_pages = true;      // QSA_BENCH_PAGES=consecutive maps pages in order
+  int settle_ms = kDefaultSettleMs;  // idle wait before each benchmark's warm-up (QSA_BENCH_SETTLE_MS)
   double copy_bytes_per_s = 0.0;   // read + written bytes per second of a device-to-device copy
   std::string copy_source;         // which measurement copy_bytes_per_s comes from
   double matrix_flops_per_s = kAssumedMatrixTflops * 1e12;

@@ -2,8 +2,8 @@
 // `qwen4-exp` shapes (docs/performance.md). Without a usable GPU it prints
 // NOT RUN and exits 77, like the GPU tests (--benchmark_list_tests still
 // lists the benchmarks). Environment: QSA_COMMIT, QSA_BENCH_SEED,
-// QSA_BENCH_ITERATIONS, QSA_BENCH_PAGES=consecutive, QSA_BENCH_MATRIX_TFLOPS
-// (see gpu_env.hpp).
+// QSA_BENCH_ITERATIONS, QSA_BENCH_PAGES=consecutive, QSA_BENCH_MATRIX_TFLOPS,
+// QSA_BENCH_SETTLE_MS (see gpu_env.hpp).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>

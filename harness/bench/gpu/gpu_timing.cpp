@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <thread>
 #include <utility>
 
 #include "harness/bench/gpu/gpu_env.hpp"
@@ -64,6 +65,10 @@ Timing time_launches(benchmark::State& state, int copies, const std::function<vo
       host_per_launch.push_back(host.count() / n);
     });
   };
+  // Idle first: the driver's work on memory that the previous benchmark
+  // freed must not fall into this one's batches (kDefaultSettleMs).
+  QSA_GPU_CHECK(hipStreamSynchronize(env.stream));
+  std::this_thread::sleep_for(std::chrono::milliseconds(env.settle_ms));
   // Warm-up: a whole rotation (first-touch, instruction caches, clocks),
   // then a timed one that sizes the batch.
   batch(copies);

@@ -2,17 +2,18 @@
 //
 // A benchmark owns `copies` independent input sets (rotation) so that the
 // bytes a run of consecutive launches touches exceed twice the L2: no launch
-// finds its inputs in cache. Per benchmark: one warm-up rotation (which also
-// sizes the batch), then `iterations` batches, each a whole number of
-// rotations lasting at least kMinBatchSeconds, timed by two events on the
-// stream. Each batch reports (batch time / launches) through
-// SetIterationTime, so real_time is the mean time of one launch; the median
-// and minimum over the batches are counters. Launches are enqueued back to
-// back without synchronisation, as an engine does; kernels shorter than the
-// host's launch cost (a few microseconds) are therefore launch-bound. The
-// counter host_us (the median over the batches of the host's time to enqueue
-// them, per launch) shows how close a kernel is to that bound: where it
-// nears median_us, the host, not the GPU, sets the time.
+// finds its inputs in cache. Per benchmark: an idle wait (GpuEnv::settle_ms),
+// one warm-up rotation (which also sizes the batch), then `iterations`
+// batches, each a whole number of rotations lasting at least
+// kMinBatchSeconds, timed by two events on the stream. Each batch reports
+// (batch time / launches) through SetIterationTime, so real_time is the mean
+// time of one launch; the median and minimum over the batches are counters.
+// Launches are enqueued back to back without synchronisation, as an engine
+// does; kernels shorter than the host's launch cost (a few microseconds) are
+// therefore launch-bound. The counter host_us (the median over the batches
+// of the host's time to enqueue them, per launch) shows how close a kernel
+// is to that bound: where it nears median_us, the host, not the GPU, sets
+// the time.
 #pragma once
 
 #include <benchmark/benchmark.h>
