@@ -149,7 +149,8 @@ std::vector<Stage> stages() {
                  for (const auto& [phase, sec] : phases)
                    st.counters["s_" + phase] = benchmark::Counter(sec, benchmark::Counter::kAvgIterations);
                },
-               step_cost});
+               // (step_cost's third parameter has a default, which a std::function does not see)
+               [](const QsaConfig& c, const StepShape& sh) { return step_cost(c, sh); }});
   return s;
 }
 
