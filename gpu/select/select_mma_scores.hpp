@@ -343,8 +343,8 @@ __device__ inline void mma_tile_scores(const MmaQuery<kSmall>& q, const MmaTileK
 }
 
 // A score into the scratch with an L2 evict-last hint (sm_80+): the
-// staged scorer's stores (see mma_score_tiles_staged). The policy is a
-// pure function of nothing, so nvcc hoists it out of the tile loop.
+// staged scorer's stores (see mma_score_tiles_staged). The policy's asm is
+// not volatile, so the compiler may compute it once per wave.
 __device__ inline void mma_store_keep_l2(float* p, float v) {
   uint64_t policy;
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
