@@ -2,7 +2,7 @@
 plot_one_row_steps.py, plot_one_row_timeline.py, plot_ab_*.py, ...) share:
 their main() (run_figure: the --out and --force arguments, the refusal to
 replace an existing file silently, input errors by name, matplotlib without
-a display, an atomic save) and the one reader of the ab.json files that
+a display, an atomic save) and the readers of the ab.json files that
 scripts/bench_ab.py writes.
 """
 import argparse
@@ -23,6 +23,17 @@ def read_ab_runs(path):
         with open(path) as f:
             rows = json.load(f)["benchmarks"]
         return {row["benchmark"]: (row["a"]["runs"], row["b"]["runs"]) for row in rows}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise FigureInputError(f"cannot read {path}: {e}")
+
+
+def read_ab_medians(path):
+    """{benchmark: (side a's median, side b's median, change %)} of one ab.json, in its order."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)["benchmarks"]
+        return {r["benchmark"]: (float(r["a"]["median"]), float(r["b"]["median"]), float(r["change_pct"]))
+                for r in rows}
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise FigureInputError(f"cannot read {path}: {e}")
 

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, run_figure
+from figure_out import FigureInputError, read_ab_medians, run_figure
 
 VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 PREFIX = "h200-2026-12-01-ab-"
@@ -50,14 +50,7 @@ def label(rows, ctx):
 
 def load_ab(stem):
     """{benchmark: (median A, median B, change %)} of one ab.json."""
-    path = os.path.join(VERSIONS_DIR, PREFIX + stem + ".json")
-    try:
-        with open(path) as f:
-            rows = json.load(f)["benchmarks"]
-        return {r["benchmark"]: (float(r["a"]["median"]), float(r["b"]["median"]), float(r["change_pct"]))
-                for r in rows}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise FigureInputError(f"cannot read {path}: {e}")
+    return read_ab_medians(os.path.join(VERSIONS_DIR, PREFIX + stem + ".json"))
 
 
 def load_timeline():

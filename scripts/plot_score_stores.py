@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, run_figure
+from figure_out import FigureInputError, read_ab_medians, run_figure
 
 VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 PROBES = "h200-2026-12-01-store-probes.json"
@@ -51,12 +51,7 @@ def load_data():
         raise FigureInputError(f"{path}: {e!r} missing or malformed")
     if not probes or not slow:
         raise FigureInputError(f"{path}: no probes or no timeline")
-    ab_path, ab = read_json(AB)
-    try:
-        changes = [(r["benchmark"], float(r["a"]["median"]), float(r["b"]["median"]), float(r["change_pct"]))
-                   for r in ab["benchmarks"]]
-    except (KeyError, TypeError, ValueError) as e:
-        raise FigureInputError(f"{ab_path}: {e!r} missing or malformed")
+    changes = [(name, a, b, c) for name, (a, b, c) in read_ab_medians(os.path.join(VERSIONS_DIR, AB)).items()]
     for name, us in probes:
         print(f"probe: {name}: {us:.1f} us")
     back = next((t for t, us in slow if us <= 1.02 * before), None)
