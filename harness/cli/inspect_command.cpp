@@ -1,11 +1,14 @@
 // `qsa inspect`: what a trace holds — config, steps, shapes, dtypes, sizes
-// and which stages were recorded — as text or --json.
+// and which stages were recorded — as text or --json; with --selections also
+// how much neighbouring rows' recorded selections overlap
+// (harness/selection_locality.hpp).
 #include <fmt/format.h>
 
 #include <map>
 
 #include "harness/cli/commands.hpp"
 #include "harness/compare/json_writer.hpp"
+#include "harness/selection_locality.hpp"
 #include "harness/trace/decode_guard.hpp"
 #include "harness/trace/trace_io.hpp"
 
@@ -16,6 +19,8 @@ namespace {
 struct InspectArgs {
   std::string trace;
   bool json = false;
+  bool selections = false;
+  std::vector<int> tile_rows{2, 4, 8, 16};
 };
 
 struct StepInfo {
@@ -24,6 +29,8 @@ struct StepInfo {
   int64_t rows = 0, real = 0;
   bool mtp = false;
   std::vector<std::string> recorded;  // output dataset names
+  bool has_locality = false;          // block_ids recorded (with --selections)
+  SelectionLocality locality;
 };
 
 // "/steps/000003/outputs/q" -> step 3, "q".
@@ -36,9 +43,53 @@ bool parse_output_path(const std::string& p, size_t& step, std::string& name) {
   return true;
 }
 
+void write_locality_json(JsonWriter& w, const SelectionLocality& l) {
+  w.field("rows", l.rows).field("blocks_per_row", l.blocks_per_row()).field("pairs", l.pairs).key("jaccard");
+  if (l.pairs > 0)
+    w.value(l.jaccard());
+  else
+    w.null();
+  w.key("tiles").begin_array();
+  for (const TileReuse& t : l.tiles) {
+    w.begin_object().field("rows", t.rows).field("tiles", t.tiles).field("reuse", t.reuse());
+    w.field("useful", t.useful()).end_object();
+  }
+  w.end_array();
+}
+
+std::string locality_columns(const SelectionLocality& l) {
+  std::string line = fmt::format("{:>7} {:>10.1f} {:>8}", l.rows, l.blocks_per_row(),
+                                 l.pairs > 0 ? fmt::format("{:.3f}", l.jaccard()) : std::string("-"));
+  for (const TileReuse& t : l.tiles) line += fmt::format(" {:>5.2f}x {:>4.0f}%", t.reuse(), 100.0 * t.useful());
+  return line;
+}
+
+void print_locality(const std::vector<StepInfo>& steps, const SelectionLocality& total,
+                    const std::vector<int>& tile_rows) {
+  fmt::print(
+      "\nselection locality, from the recorded block_ids (docs/cli.md):\n"
+      "  jaccard  mean shared / combined blocks of neighbouring rows of one request\n"
+      "  R=n      tiles of n consecutive rows of one request: reuse = blocks a row-by-row gather loads per block\n"
+      "           of the tiles' unions; useful = share of a union-tile kernel's (row, block) pairs the row attends\n");
+  std::string head = fmt::format("{:>5}  {:<34} {:>7} {:>10} {:>8}", "step", "name", "rows", "blocks/row", "jaccard");
+  for (const int r : tile_rows) head += fmt::format(" {:>12}", fmt::format("R={}", r));
+  fmt::print("{}\n", head);
+  bool any = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].has_locality) continue;
+    any = true;
+    fmt::print("{:>5}  {:<34} {}\n", i, steps[i].name.substr(0, 34), locality_columns(steps[i].locality));
+  }
+  if (!any) {
+    fmt::print("(no step recorded block_ids)\n");
+    return;
+  }
+  fmt::print("{:>5}  {:<34} {}\n", "all", "", locality_columns(total));
+}
+
 int run_inspect(const InspectArgs& a) {
   TraceReadOptions ro;
-  ro.load_outputs = false;
+  ro.load_outputs = a.selections;  // only block_ids are used, but the reader loads a step's outputs whole
   decode_in_child_first(a.trace, [&] {
     read_trace(a.trace, ro);
     list_datasets(a.trace);
@@ -53,7 +104,14 @@ int run_inspect(const InspectArgs& a) {
     steps[i].rows = s.hidden.dim(0);
     steps[i].real = s.meta.query_start_loc.back();
     steps[i].mtp = s.meta.mtp_reuse;
+    if (a.selections && !s.recorded.block_ids.empty()) {
+      steps[i].has_locality = true;
+      steps[i].locality = selection_locality(s.recorded.block_ids, s.meta.query_start_loc, a.tile_rows);
+    }
   }
+  SelectionLocality total;
+  for (const StepInfo& s : steps)
+    if (s.has_locality) total.add(s.locality);
   int64_t stored = 0;
   for (const auto& d : datasets) {
     stored += d.stored_bytes;
@@ -84,7 +142,20 @@ int run_inspect(const InspectArgs& a) {
       w.begin_object().field("path", d.path).field("shape", shape_to_string(d.shape));
       w.field("dtype", d.dtype).field("stored_bytes", d.stored_bytes).end_object();
     }
-    w.end_array().end_object();
+    w.end_array();
+    if (a.selections) {
+      w.key("selections").begin_object().key("steps").begin_array();
+      for (size_t i = 0; i < steps.size(); ++i) {
+        if (!steps[i].has_locality) continue;
+        w.begin_object().field("index", static_cast<int64_t>(i)).field("name", steps[i].name);
+        write_locality_json(w, steps[i].locality);
+        w.end_object();
+      }
+      w.end_array().key("total").begin_object();
+      write_locality_json(w, total);
+      w.end_object().end_object();
+    }
+    w.end_object();
     fmt::print("{}\n", w.str());
     return 0;
   }
@@ -100,6 +171,7 @@ int run_inspect(const InspectArgs& a) {
     fmt::print("{:>5}  {:<34} {:>4} {:>7} {:>7} {:>4}  {}\n", i, steps[i].name.substr(0, 34), steps[i].reqs,
                steps[i].rows, steps[i].real, steps[i].mtp ? "yes" : "", rec.empty() ? "(inputs only)" : rec);
   }
+  if (a.selections) print_locality(steps, total, a.tile_rows);
   return 0;
 }
 
@@ -129,6 +201,14 @@ void add_inspect_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("inspect", "show a trace's config, steps, shapes, dtypes and recorded stages");
   cmd->add_option("trace", a->trace, "trace file")->required();
   cmd->add_flag("--json", a->json, "machine-readable output");
+  CLI::Option* selections =
+      cmd->add_flag("--selections", a->selections,
+                    "also how much neighbouring rows' recorded block_ids overlap (loads the recorded outputs)");
+  cmd->add_option("--tile-rows", a->tile_rows, "tile heights R for --selections")
+      ->needs(selections)
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   cmd->callback([a, &ctx] { ctx.exit_code = run_inspect(*a); });
 }
 

@@ -157,9 +157,14 @@ PY
     expect 2 'exists' "$qsa" gen -o "$work/g.h5"
     expect 0 '"num_steps"' "$qsa" inspect "$work/g.h5" --json
     expect 0 'MTP draft 1' "$qsa" inspect "$work/g.h5"
+    expect 0 'R=4' "$qsa" inspect "$work/g.h5" --selections --tile-rows 4,8
+    expect 0 '"useful"' "$qsa" inspect "$work/g.h5" --selections --json
+    expect 2 'tile-rows: Value 0 not in range' "$qsa" inspect "$work/g.h5" --selections --tile-rows 0
+    expect 2 'tile-rows requires --selections' "$qsa" inspect "$work/g.h5" --tile-rows 4
     expect 0 ' 0 failed' "$qsa" replay "$work/g.h5" --color never
     expect 0 'not recorded' "$qsa" gen -o "$work/i.h5" --inputs-only --prompts 12
-    expect 0 'inputs only' "$qsa" inspect "$work/i.h5" ;;
+    expect 0 'inputs only' "$qsa" inspect "$work/i.h5"
+    expect 0 'no step recorded block_ids' "$qsa" inspect "$work/i.h5" --selections ;;
   example)
     expect 0 'done: 7 steps' "$qsa" example --quiet
     expect 0 'MTP reuse' "$qsa" example --quiet --profile exact --indexer-dtype fp8 --kv-dtype fp8 ;;
