@@ -10,7 +10,7 @@
 
 #include "gpu/attention/sparse_attention.hpp"
 #include "gpu/attention/sparse_attention_validate.hpp"
-#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/batch_metadata.hpp"
 #include "harness/bench/gpu/bench_registry.hpp"
 #include "harness/bench/gpu/device_slab.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"
@@ -48,7 +48,8 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   // The first set's ids give the exact distinct-token count of the cost (the
   // sets differ only in their random draws); the cost sizes the rotation.
   const PagePool first_pool = make_page_pool(R * pages_per_request(c, shape), max_pool_pages, false, env.seed);
-  const int64_t unique = make_batch_metadata(c, shape, first_pool, 0, env.seed, Want::kTokenIdx).unique_kv_tokens;
+  const int64_t unique =
+      make_batch_metadata(c, shape, first_pool, 0, env.seed, Want::kTokenIdx, env.selection_share).unique_kv_tokens;
   const KernelCost cost = attention_cost(c, shape, unique);
   const int copies = rotation_copies(cost.bytes);
   const PagePool pool = make_page_pool(copies * R * pages_per_request(c, shape), max_pool_pages, env.shuffled_pages,
@@ -59,7 +60,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   gpu::SparseAttentionDims dims;
   std::vector<DevicePlan> plans;
   for (int k = 0; k < copies; ++k) {
-    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx);
+    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx, env.selection_share);
     dims = gpu::validate_sparse_attention(p, kv, m.token_idx, m.token_to_req, m.seq_lens, m.block_table,
                                           gpu::TokenIdCheck::kStrict);
     if (path == gpu::AttentionPath::kPrefill) {

@@ -4,7 +4,7 @@
 
 #include "gpu/expand/expand.hpp"
 #include "gpu/expand/expand_validate.hpp"
-#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/batch_metadata.hpp"
 #include "harness/bench/gpu/bench_registry.hpp"
 #include "harness/bench/gpu/device_slab.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"
@@ -25,7 +25,7 @@ void bench_expand(benchmark::State& state, const StepShape& shape) {
   Slab<int32_t> ids, out;
   Slab<int64_t> pos;
   for (int k = 0; k < copies; ++k) {
-    const BatchMetadata m = make_batch_metadata(c, shape, no_pages, k, env.seed, Want::kBlockIds);
+    const BatchMetadata m = make_batch_metadata(c, shape, no_pages, k, env.seed, Want::kBlockIds, env.selection_share);
     gpu::validate_expand(p, m.block_ids, m.pos);
     ids.add(m.block_ids.data);
     pos.add(m.pos);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/common/device_buffer.hpp"
+#include "harness/bench/batch_metadata.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"
 #include "harness/bench/gpu/gpu_timing.hpp"
 #include "harness/bench/run_context.hpp"
@@ -60,6 +61,7 @@ void init_gpu_env() {
   if (const char* s = env_or_null("QSA_BENCH_ITERATIONS")) env.iterations = std::max(1, std::atoi(s));
   if (const char* s = env_or_null("QSA_BENCH_PAGES")) env.shuffled_pages = std::string(s) != "consecutive";
   if (const char* s = env_or_null("QSA_BENCH_SETTLE_MS")) env.settle_ms = std::clamp(std::atoi(s), 0, 60000);
+  if (const char* s = env_or_null("QSA_BENCH_SHARE")) env.selection_share = parse_selection_share(s);
   if (const char* s = env_or_null("QSA_BENCH_MATRIX_TFLOPS")) {
     env.matrix_flops_per_s = std::strtod(s, nullptr) * 1e12;
     env.matrix_source = "QSA_BENCH_MATRIX_TFLOPS";
@@ -83,6 +85,7 @@ void add_gpu_context() {
   benchmark::AddCustomContext("qsa_iterations", std::to_string(env.iterations));
   benchmark::AddCustomContext("qsa_pages", env.shuffled_pages ? "shuffled" : "consecutive");
   benchmark::AddCustomContext("qsa_settle_ms", std::to_string(env.settle_ms));
+  benchmark::AddCustomContext("qsa_selection_share", fmt::format("{}", env.selection_share));
   benchmark::AddCustomContext("qsa_rotation_bytes", fmt::format("{:.0f}", env.rotation_bytes()));
   benchmark::AddCustomContext("qsa_copy_GBps_startup", fmt::format("{:.1f}", env.copy_bytes_per_s / 1e9));
   benchmark::AddCustomContext("qsa_matrix_TFLOPps", fmt::format("{:.1f}", env.matrix_flops_per_s / 1e12));

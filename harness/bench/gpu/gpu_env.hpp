@@ -35,6 +35,9 @@ struct GpuEnv {
   int iterations = 20;             // timed batches per benchmark (QSA_BENCH_ITERATIONS)
   bool shuffled_pages = true;      // QSA_BENCH_PAGES=consecutive maps pages in order
   int settle_ms = kDefaultSettleMs;  // idle wait before each benchmark's warm-up (QSA_BENCH_SETTLE_MS)
+  // Share of the previous row's blocks a prefill row keeps (QSA_BENCH_SHARE;
+  // 0: independent rows; harness/bench/batch_metadata.hpp).
+  double selection_share = 0.0;
   double copy_bytes_per_s = 0.0;   // read + written bytes per second of a device-to-device copy
   std::string copy_source;         // which measurement copy_bytes_per_s comes from
   double matrix_flops_per_s = kAssumedMatrixTflops * 1e12;

@@ -3,7 +3,7 @@
 // NOT RUN and exits 77, like the GPU tests (--benchmark_list_tests still
 // lists the benchmarks). Environment: QSA_COMMIT, QSA_BENCH_SEED,
 // QSA_BENCH_ITERATIONS, QSA_BENCH_PAGES=consecutive, QSA_BENCH_MATRIX_TFLOPS,
-// QSA_BENCH_SETTLE_MS (see gpu_env.hpp).
+// QSA_BENCH_SETTLE_MS, QSA_BENCH_SHARE (see gpu_env.hpp).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include "gpu/common/device_api.hpp"
 #include "harness/bench/gpu/bench_registry.hpp"
 #include "harness/bench/gpu/gpu_env.hpp"
+#include "reference/core/errors.hpp"
 
 namespace {
 
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
     register_all();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
+  } catch (const qsa::InputError& e) {  // a bad environment variable
+    std::fprintf(stderr, "qsa_bench_gpu: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qsa_bench_gpu: %s\n", e.what());
     return 1;

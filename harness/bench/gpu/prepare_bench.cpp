@@ -10,7 +10,7 @@
 
 #include "gpu/prepare/prepare.hpp"
 #include "gpu/prepare/prepare_validate.hpp"
-#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/batch_metadata.hpp"
 #include "harness/bench/gpu/bench_registry.hpp"
 #include "harness/bench/gpu/device_slab.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"

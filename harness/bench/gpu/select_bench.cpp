@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gpu/select/select.hpp"
-#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/batch_metadata.hpp"
 #include "harness/bench/gpu/bench_registry.hpp"
 #include "harness/bench/gpu/device_slab.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"
@@ -37,7 +37,7 @@ void bench_select(benchmark::State& state, const StepShape& shape, IndexerDtype 
   Slab<uint8_t> q, keys;
   gpu::SelectLayout layout;
   for (int k = 0; k < copies; ++k) {
-    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTables);
+    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTables, env.selection_share);
     layout = gpu::validate_select(p, codes, pool.pages, rpp, m.token_to_req, m.visible, m.block_table);
     t2r.add(m.token_to_req);
     vis.add(m.visible);

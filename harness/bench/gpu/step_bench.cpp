@@ -30,7 +30,7 @@
 #include "gpu/prepare/prepare_validate.hpp"
 #include "gpu/projection/projection.hpp"
 #include "gpu/select/select.hpp"
-#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/batch_metadata.hpp"
 #include "harness/bench/gpu/bench_registry.hpp"
 #include "harness/bench/gpu/device_slab.hpp"
 #include "harness/bench/gpu/gpu_shapes.hpp"
@@ -95,7 +95,8 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
 
   // As attention_bench: the first set's ids give the KV term, the cost sizes the rotation.
   const PagePool first_pool = make_page_pool(R * ppr, max_pool_pages, false, env.seed);
-  const int64_t unique = make_batch_metadata(c, shape, first_pool, 0, env.seed, Want::kTokenIdx).unique_kv_tokens;
+  const int64_t unique =
+      make_batch_metadata(c, shape, first_pool, 0, env.seed, Want::kTokenIdx, env.selection_share).unique_kv_tokens;
   const KernelCost cost = gemms ? step_cost(c, shape, unique) : step_no_gemm_cost(c, shape, unique);
   const int copies = rotation_copies(cost.bytes);
   const PagePool pool = make_page_pool(copies * R * ppr, max_pool_pages, env.shuffled_pages, env.seed);
@@ -121,7 +122,7 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
   gpu::SelectLayout sl;
   gpu::SparseAttentionDims dims;
   for (int k = 0; k < copies; ++k) {
-    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx);
+    const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx, env.selection_share);
     const StepLayout l = derive_step_layout(c, geometry, step_metadata(m, shape, k));
     gpu::validate_prepare(pp, l, ring_tags);
     sl = gpu::validate_select(sp, codes, pool.pages, rpp, l.token_to_req, l.visible_blocks, l.block_table_c);

@@ -1,6 +1,7 @@
-#include "harness/bench/gpu/batch_metadata.hpp"
+#include "harness/bench/batch_metadata.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 #include <utility>
 
@@ -38,7 +39,57 @@ void random_blocks(const CounterRng& rng, uint64_t row, int64_t v, int64_t k, st
   }
 }
 
+// A row's blocks given the previous row's (prev, prev_k of them): each kept
+// with probability `share`, the rest drawn from [0, v) without repeats, then
+// shuffled into an unsorted top-k's random order. k <= v, and every block of
+// prev is < v (visibility only grows along a request's rows).
+void shared_blocks(const CounterRng& rng, uint64_t row, int64_t v, int64_t k, double share, const int32_t* prev,
+                   int64_t prev_k, std::vector<uint8_t>& seen, std::vector<int32_t>& scratch, int32_t* out) {
+  uint64_t draw = row << 32;
+  if (static_cast<int64_t>(seen.size()) < v) seen.resize(static_cast<size_t>(v));
+  int64_t n = 0;
+  for (int64_t j = 0; j < prev_k && n < k; ++j)
+    if (rng.uniform(draw++) < share) {
+      seen[static_cast<size_t>(prev[j])] = 1;
+      out[n++] = prev[j];
+    }
+  if (2 * (k - n) <= v - n) {
+    while (n < k) {
+      const auto b = static_cast<int32_t>(rng.bits(draw++) % static_cast<uint64_t>(v));
+      if (seen[static_cast<size_t>(b)]) continue;
+      seen[static_cast<size_t>(b)] = 1;
+      out[n++] = b;
+    }
+  } else {  // most of what is left is needed: pick from the list of the unchosen
+    scratch.clear();
+    for (int64_t b = 0; b < v; ++b)
+      if (!seen[static_cast<size_t>(b)]) scratch.push_back(static_cast<int32_t>(b));
+    for (int64_t j = 0; n < k; ++j) {
+      const int64_t left = static_cast<int64_t>(scratch.size()) - j;
+      const int64_t pick = j + static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(left));
+      std::swap(scratch[static_cast<size_t>(j)], scratch[static_cast<size_t>(pick)]);
+      out[n++] = scratch[static_cast<size_t>(j)];
+    }
+  }
+  for (int64_t j = k - 1; j > 0; --j)
+    std::swap(out[j], out[static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(j + 1))]);
+  for (int64_t j = 0; j < k; ++j) seen[static_cast<size_t>(out[j])] = 0;
+}
+
 }  // namespace
+
+double parse_selection_share(const std::string& text) {
+  size_t used = 0;
+  double share = 0.0;
+  try {
+    share = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(share >= 0.0 && share <= 1.0))
+    throw InputError("QSA_BENCH_SHARE=" + text + ": expected the share of the previous row's blocks, in [0, 1]");
+  return share;
+}
 
 int64_t pages_per_request(const QsaConfig& c, const StepShape& s) {
   int64_t most = 1;
@@ -61,7 +112,9 @@ PagePool make_page_pool(int64_t pages_wanted, int64_t max_pages, bool shuffled, 
 }
 
 BatchMetadata make_batch_metadata(const QsaConfig& c, const StepShape& s, const PagePool& pool, int copy,
-                                  uint64_t seed, Want want) {
+                                  uint64_t seed, Want want, double share) {
+  if (!(share >= 0.0 && share <= 1.0))
+    throw InputError("batch metadata: share " + std::to_string(share) + " is outside [0, 1]");
   BatchMetadata m;
   const int R = static_cast<int>(s.requests.size());
   const int64_t T = s.rows();
@@ -86,14 +139,39 @@ BatchMetadata make_batch_metadata(const QsaConfig& c, const StepShape& s, const 
 
   m.block_ids = TensorI32({T, kb}, -1);
   const CounterRng rng(seed, "bench.selection." + std::to_string(copy));
+  if (share == 0.0) {  // independent rows: the selections of every run before QSA_BENCH_SHARE
 #pragma omp parallel
-  {
-    std::vector<uint8_t> seen;
-    std::vector<int32_t> scratch;
+    {
+      std::vector<uint8_t> seen;
+      std::vector<int32_t> scratch;
 #pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t v = m.visible[static_cast<size_t>(t)];
-      random_blocks(rng, static_cast<uint64_t>(t), v, std::min<int64_t>(v, kb), seen, scratch, m.block_ids.row(t));
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t v = m.visible[static_cast<size_t>(t)];
+        random_blocks(rng, static_cast<uint64_t>(t), v, std::min<int64_t>(v, kb), seen, scratch,
+                      m.block_ids.row(t));
+      }
+    }
+  } else {  // each request's rows in order, every row after the first from the one before it
+    std::vector<int64_t> first(static_cast<size_t>(R) + 1, 0);
+    for (int i = 0; i < R; ++i)
+      first[static_cast<size_t>(i) + 1] = first[static_cast<size_t>(i)] + s.requests[static_cast<size_t>(i)].query_len;
+#pragma omp parallel
+    {
+      std::vector<uint8_t> seen;
+      std::vector<int32_t> scratch;
+#pragma omp for schedule(dynamic, 1)
+      for (int i = 0; i < R; ++i)
+        for (int64_t t = first[static_cast<size_t>(i)]; t < first[static_cast<size_t>(i) + 1]; ++t) {
+          const int64_t v = m.visible[static_cast<size_t>(t)];
+          const int64_t k = std::min<int64_t>(v, kb);
+          if (t == first[static_cast<size_t>(i)]) {
+            random_blocks(rng, static_cast<uint64_t>(t), v, k, seen, scratch, m.block_ids.row(t));
+          } else {
+            const int64_t prev_k = std::min<int64_t>(m.visible[static_cast<size_t>(t) - 1], kb);
+            shared_blocks(rng, static_cast<uint64_t>(t), v, k, share, m.block_ids.row(t - 1), prev_k, seen, scratch,
+                          m.block_ids.row(t));
+          }
+        }
     }
   }
   if (want == Want::kBlockIds) return m;
