@@ -8,10 +8,10 @@ namespace qsa {
 
 namespace {
 
-// A row's selection as a sorted set of distinct non-negative ids.
-std::vector<int32_t> row_set(const TensorI32& block_ids, int64_t row) {
-  const int64_t width = block_ids.dim(1);
-  const int32_t* ids = block_ids.data.data() + row * width;
+// A row's selection as a sorted set of its distinct non-negative ids.
+std::vector<int32_t> row_set(const TensorI32& rows, int64_t row) {
+  const int64_t width = rows.dim(1);
+  const int32_t* ids = rows.data.data() + row * width;
   std::vector<int32_t> set;
   set.reserve(static_cast<size_t>(width));
   for (int64_t j = 0; j < width; ++j)
@@ -56,18 +56,17 @@ void SelectionLocality::add(const SelectionLocality& other) {
   }
 }
 
-SelectionLocality selection_locality(const TensorI32& block_ids, const std::vector<int32_t>& query_start_loc,
+SelectionLocality selection_locality(const TensorI32& ids, const std::vector<int32_t>& query_start_loc,
                                      const std::vector<int>& tile_rows) {
-  if (block_ids.rank() != 2)
-    throw InputError("selection locality: block_ids has shape " + shape_to_string(block_ids.shape) +
-                     ", expected [T, K_B]");
+  if (ids.rank() != 2)
+    throw InputError("selection locality: the ids have shape " + shape_to_string(ids.shape) + ", expected [T, W]");
   if (query_start_loc.empty() || query_start_loc.front() != 0)
     throw InputError("selection locality: query_start_loc must start at 0");
   for (size_t r = 1; r < query_start_loc.size(); ++r)
     if (query_start_loc[r] < query_start_loc[r - 1])
       throw InputError("selection locality: query_start_loc decreases at request " + std::to_string(r - 1));
-  if (query_start_loc.back() > block_ids.dim(0))
-    throw InputError("selection locality: block_ids has " + std::to_string(block_ids.dim(0)) +
+  if (query_start_loc.back() > ids.dim(0))
+    throw InputError("selection locality: the ids have " + std::to_string(ids.dim(0)) +
                      " rows, the requests have " + std::to_string(query_start_loc.back()));
   SelectionLocality out;
   for (const int h : tile_rows) {
@@ -82,7 +81,7 @@ SelectionLocality selection_locality(const TensorI32& block_ids, const std::vect
     const int64_t end = query_start_loc[r + 1];
     std::vector<std::vector<int32_t>> sets;
     sets.reserve(static_cast<size_t>(end - first));
-    for (int64_t row = first; row < end; ++row) sets.push_back(row_set(block_ids, row));
+    for (int64_t row = first; row < end; ++row) sets.push_back(row_set(ids, row));
     for (size_t i = 0; i < sets.size(); ++i) {
       if (sets[i].empty()) continue;
       ++out.rows;
@@ -112,6 +111,20 @@ SelectionLocality selection_locality(const TensorI32& block_ids, const std::vect
     }
   }
   return out;
+}
+
+TensorI32 counted_token_ids(const TensorI32& token_idx, bool count_column) {
+  if (token_idx.rank() != 2 || (count_column && token_idx.dim(1) < 1))
+    throw InputError("selection locality: token_idx has shape " + shape_to_string(token_idx.shape) +
+                     (count_column ? ", expected [T, W + 1]" : ", expected [T, W]"));
+  if (!count_column) return token_idx;
+  const int64_t rows = token_idx.dim(0), width = token_idx.dim(1) - 1;
+  TensorI32 ids({rows, width}, -1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = std::clamp<int64_t>(token_idx.at(r, width), 0, width);
+    for (int64_t c = 0; c < n; ++c) ids.at(r, c) = token_idx.at(r, c);
+  }
+  return ids;
 }
 
 }  // namespace qsa

@@ -29,7 +29,7 @@ struct StepInfo {
   int64_t rows = 0, real = 0;
   bool mtp = false;
   std::vector<std::string> recorded;  // output dataset names
-  bool has_locality = false;          // block_ids recorded (with --selections)
+  std::string selections_from;        // with --selections: "token_idx", "block_ids" or "" (neither recorded)
   SelectionLocality locality;
 };
 
@@ -44,7 +44,7 @@ bool parse_output_path(const std::string& p, size_t& step, std::string& name) {
 }
 
 void write_locality_json(JsonWriter& w, const SelectionLocality& l) {
-  w.field("rows", l.rows).field("blocks_per_row", l.blocks_per_row()).field("pairs", l.pairs).key("jaccard");
+  w.field("rows", l.rows).field("ids_per_row", l.ids_per_row()).field("pairs", l.pairs).key("jaccard");
   if (l.pairs > 0)
     w.value(l.jaccard());
   else
@@ -58,7 +58,7 @@ void write_locality_json(JsonWriter& w, const SelectionLocality& l) {
 }
 
 std::string locality_columns(const SelectionLocality& l) {
-  std::string line = fmt::format("{:>7} {:>10.1f} {:>8}", l.rows, l.blocks_per_row(),
+  std::string line = fmt::format("{:>7} {:>8.1f} {:>8}", l.rows, l.ids_per_row(),
                                  l.pairs > 0 ? fmt::format("{:.3f}", l.jaccard()) : std::string("-"));
   for (const TileReuse& t : l.tiles) line += fmt::format(" {:>5.2f}x {:>4.0f}%", t.reuse(), 100.0 * t.useful());
   return line;
@@ -67,24 +67,26 @@ std::string locality_columns(const SelectionLocality& l) {
 void print_locality(const std::vector<StepInfo>& steps, const SelectionLocality& total,
                     const std::vector<int>& tile_rows) {
   fmt::print(
-      "\nselection locality, from the recorded block_ids (docs/cli.md):\n"
-      "  jaccard  mean shared / combined blocks of neighbouring rows of one request\n"
-      "  R=n      tiles of n consecutive rows of one request: reuse = blocks a row-by-row gather loads per block\n"
-      "           of the tiles' unions; useful = share of a union-tile kernel's (row, block) pairs the row attends\n");
-  std::string head = fmt::format("{:>5}  {:<34} {:>7} {:>10} {:>8}", "step", "name", "rows", "blocks/row", "jaccard");
+      "\nselection locality, from each step's recorded token_idx, else its block_ids (docs/cli.md):\n"
+      "  jaccard  mean shared / combined ids of neighbouring rows of one request\n"
+      "  R=n      tiles of n consecutive rows of one request: reuse = ids a row-by-row gather loads per id of\n"
+      "           the tiles' unions; useful = share of a union-tile kernel's (row, id) pairs the row attends\n");
+  std::string head =
+      fmt::format("{:>5}  {:<30} {:<9} {:>7} {:>8} {:>8}", "step", "name", "from", "rows", "ids/row", "jaccard");
   for (const int r : tile_rows) head += fmt::format(" {:>12}", fmt::format("R={}", r));
   fmt::print("{}\n", head);
   bool any = false;
   for (size_t i = 0; i < steps.size(); ++i) {
-    if (!steps[i].has_locality) continue;
+    if (steps[i].selections_from.empty()) continue;
     any = true;
-    fmt::print("{:>5}  {:<34} {}\n", i, steps[i].name.substr(0, 34), locality_columns(steps[i].locality));
+    fmt::print("{:>5}  {:<30} {:<9} {}\n", i, steps[i].name.substr(0, 30), steps[i].selections_from,
+               locality_columns(steps[i].locality));
   }
   if (!any) {
-    fmt::print("(no step recorded block_ids)\n");
+    fmt::print("(no step recorded token_idx or block_ids)\n");
     return;
   }
-  fmt::print("{:>5}  {:<34} {}\n", "all", "", locality_columns(total));
+  fmt::print("{:>5}  {:<30} {:<9} {}\n", "all", "", "", locality_columns(total));
 }
 
 int run_inspect(const InspectArgs& a) {
@@ -104,14 +106,23 @@ int run_inspect(const InspectArgs& a) {
     steps[i].rows = s.hidden.dim(0);
     steps[i].real = s.meta.query_start_loc.back();
     steps[i].mtp = s.meta.mtp_reuse;
-    if (a.selections && !s.recorded.block_ids.empty()) {
-      steps[i].has_locality = true;
-      steps[i].locality = selection_locality(s.recorded.block_ids, s.meta.query_start_loc, a.tile_rows);
+    if (a.selections) {
+      // The token ids attention reads where recorded (the K/V a union tile
+      // loads), else the blocks they come from.
+      if (!s.recorded.token_idx.empty()) {
+        steps[i].selections_from = "token_idx";
+        steps[i].locality =
+            selection_locality(counted_token_ids(s.recorded.token_idx, t.config.count_column), s.meta.query_start_loc,
+                               a.tile_rows);
+      } else if (!s.recorded.block_ids.empty()) {
+        steps[i].selections_from = "block_ids";
+        steps[i].locality = selection_locality(s.recorded.block_ids, s.meta.query_start_loc, a.tile_rows);
+      }
     }
   }
   SelectionLocality total;
   for (const StepInfo& s : steps)
-    if (s.has_locality) total.add(s.locality);
+    if (!s.selections_from.empty()) total.add(s.locality);
   int64_t stored = 0;
   for (const auto& d : datasets) {
     stored += d.stored_bytes;
@@ -146,8 +157,9 @@ int run_inspect(const InspectArgs& a) {
     if (a.selections) {
       w.key("selections").begin_object().key("steps").begin_array();
       for (size_t i = 0; i < steps.size(); ++i) {
-        if (!steps[i].has_locality) continue;
+        if (steps[i].selections_from.empty()) continue;
         w.begin_object().field("index", static_cast<int64_t>(i)).field("name", steps[i].name);
+        w.field("from", steps[i].selections_from);
         write_locality_json(w, steps[i].locality);
         w.end_object();
       }
@@ -203,7 +215,7 @@ void add_inspect_command(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--json", a->json, "machine-readable output");
   CLI::Option* selections =
       cmd->add_flag("--selections", a->selections,
-                    "also how much neighbouring rows' recorded block_ids overlap (loads the recorded outputs)");
+                    "also how much neighbouring rows' recorded selections overlap (loads the recorded outputs)");
   cmd->add_option("--tile-rows", a->tile_rows, "tile heights R for --selections")
       ->needs(selections)
       ->delimiter(',')

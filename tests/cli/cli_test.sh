@@ -164,7 +164,7 @@ PY
     expect 0 ' 0 failed' "$qsa" replay "$work/g.h5" --color never
     expect 0 'not recorded' "$qsa" gen -o "$work/i.h5" --inputs-only --prompts 12
     expect 0 'inputs only' "$qsa" inspect "$work/i.h5"
-    expect 0 'no step recorded block_ids' "$qsa" inspect "$work/i.h5" --selections ;;
+    expect 0 'no step recorded token_idx or block_ids' "$qsa" inspect "$work/i.h5" --selections ;;
   example)
     expect 0 'done: 7 steps' "$qsa" example --quiet
     expect 0 'MTP reuse' "$qsa" example --quiet --profile exact --indexer-dtype fp8 --kv-dtype fp8 ;;

@@ -27,7 +27,7 @@ TEST(SelectionLocality, ByHandOneRequest) {
   EXPECT_EQ(l.selected, 12);
   EXPECT_EQ(l.pairs, 2);
   EXPECT_DOUBLE_EQ(l.jaccard(), 2.0 / 6.0);
-  EXPECT_DOUBLE_EQ(l.blocks_per_row(), 4.0);
+  EXPECT_DOUBLE_EQ(l.ids_per_row(), 4.0);
   ASSERT_EQ(l.tiles.size(), 3u);
   // R = 1: every row its own tile, nothing shared, nothing masked.
   EXPECT_EQ(l.tiles[0].tiles, 3);
@@ -139,6 +139,17 @@ TEST(SelectionLocality, AddSumsSteps) {
   EXPECT_EQ(total.tiles[0].tiles, 2);
   EXPECT_EQ(total.tiles[0].unions, 3 + 1);
   EXPECT_EQ(total.tiles[0].rows, 2);
+}
+
+TEST(SelectionLocality, CountedTokenIdsDropTheCountColumnAndWhatLiesPastIt) {
+  // Counts 2, 0, 9 (clamped to the 3 id columns) and -4 (clamped to 0).
+  const TensorI32 idx = ids_of({{5, 6, 7, 2}, {5, 6, 7, 0}, {5, 6, 7, 9}, {5, 6, 7, -4}}, 4);
+  const TensorI32 ids = counted_token_ids(idx, true);
+  EXPECT_EQ(ids.shape, (Shape{4, 3}));
+  EXPECT_EQ(ids.data, (std::vector<int32_t>{5, 6, -1, -1, -1, -1, 5, 6, 7, -1, -1, -1}));
+  EXPECT_EQ(counted_token_ids(idx, false).data, idx.data);
+  EXPECT_THROW(counted_token_ids(TensorI32(Shape{4}), true), InputError);
+  EXPECT_THROW(counted_token_ids(TensorI32(Shape{2, 0}), true), InputError);
 }
 
 TEST(SelectionLocality, RejectsBadShapes) {
