@@ -91,7 +91,7 @@ void print_locality(const std::vector<StepInfo>& steps, const SelectionLocality&
 
 int run_inspect(const InspectArgs& a) {
   TraceReadOptions ro;
-  ro.load_outputs = a.selections;  // only block_ids are used, but the reader loads a step's outputs whole
+  ro.load_outputs = a.selections;  // only token_idx or block_ids are used, but the reader loads every output
   decode_in_child_first(a.trace, [&] {
     read_trace(a.trace, ro);
     list_datasets(a.trace);
