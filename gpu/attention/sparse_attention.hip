@@ -383,6 +383,10 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     pa.num_entries = args.prefill_num_entries;
     pa.rows_per_tile = shape.rows;
     pa.heads_per_block = shape.heads;
+    if (attn::mma_prefill_supported(a, p.head_dim, kv.dtype == KvDtype::kFp8)) {
+      attn::launch_mma_prefill(pa, args.prefill_num_tiles, p.head_dim, stream);
+      return;
+    }
     attn::launch_prefill(pa, shape, args.prefill_num_tiles, p.head_dim, kv.dtype == KvDtype::kFp8, stream);
     return;
   }

@@ -1,4 +1,5 @@
-// The tensor-core decode kernel (sparse_attention_mma.hpp describes it).
+// The tensor-core decode and prefill kernels (sparse_attention_mma.hpp
+// describes them).
 // NVIDIA only: on AMD this file compiles to "not supported" and the
 // launcher keeps the portable kernel.
 #include <cmath>
@@ -946,6 +947,370 @@ void launch_for_cache(const KernelArgs& a, int64_t rows, bool fp8, hipStream_t s
   launch_typed<D, uint8_t>(a, rows, stream);
 }
 
+// ---- The tensor-core prefill kernel (sparse_attention_mma.hpp) ----
+//
+// One block of kPfWarps warps per (tile of rows of one request, KV group,
+// head chunk) of the plan (sparse_attention_plan.hpp): the tile's (row,
+// head) pairs, at most kAttentionPrefillMaxPairs, are the rows of kPfWarps
+// m16 tiles, one per warp, with no padding between rows (12 heads x 5 rows
+// = 60 pairs in 4 tiles). The tile's entries (the union of its rows'
+// selections) pass through shared memory once, 8 per step, for all pairs;
+// each warp computes its 16 pairs' logits, masks those of entries a pair's
+// row does not attend, and runs the decode kernel's online softmax and PV
+// on them. The numerics are the bf16 decode kernel's per pair: the same
+// logit mma chains, softmax_row, P rounded to bf16 as the A operand of the
+// same k8 PV mmas, the same epilogue arithmetic.
+
+constexpr int kPfWarps = 4;
+constexpr int kPfBlock = kPfWarps * 32;
+constexpr int kPfNT = 8;          // entries per step: an n8 tile of S, the k of the PV mma
+constexpr int kPfStages = 4;      // ring stages: 3 steps in flight
+constexpr int kPfChunk = 256;     // entries whose slots and masks are resolved together, 2 per thread
+constexpr int kPfChunkSteps = kPfChunk / kPfNT;
+// While a chunk is consumed, its threads load the next chunk's ids and masks
+// at its step 0, the page-table entries those ids need at step
+// kPfPagesStep, and publish the slots and masks at step kPfPublishStep: each
+// dependent load has 8 or more steps to arrive, and the published chunk is
+// visible (the next step's barrier) before the copies of its first step are
+// issued, kPfStages - 1 steps ahead of it.
+constexpr int kPfPagesStep = 8;
+constexpr int kPfPublishStep = 24;
+static_assert(kPfWarps * 16 == kAttentionPrefillMaxPairs, "one m16 tile of pairs per warp");
+static_assert(kPfChunk == 2 * kPfBlock, "two entries per thread and chunk");
+static_assert(kPfPagesStep < kPfPublishStep && kPfPublishStep + kPfStages - 1 < kPfChunkSteps,
+              "a chunk's metadata is published before the copies of its first step");
+static_assert(kAttentionPrefillMaxRows < 31, "tile rows are mask bits; bit 31 means no row");
+
+// Shared memory: the pairs' Q rows (the decode kernel's padded pitch, pairs
+// past the tile's count zero-filled), the ring of [K | V] tiles of 8 rows
+// each (swizzled exactly like the decode kernel's bf16 tiles, so
+// kv_lane_offsets, bf16_logits and bf16_pv read them unchanged), and two
+// chunks of slots and masks.
+template <int D>
+struct PfSmem {
+  static constexpr int kPitch = D + 8;
+  static constexpr int kRowBytes = D * 2;
+  static constexpr int kTileBytes = kPfNT * kRowBytes;
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kQ = 0;
+  static constexpr int kRing = kQ + kAttentionPrefillMaxPairs * kPitch * 2;
+  static constexpr int kSlots = kRing + kPfStages * kStageBytes;  // [2][kPfChunk] int32, -1: not attended
+  static constexpr int kMasks = kSlots + 2 * kPfChunk * 4;         // [2][kPfChunk] uint32, bit r: tile row r attends
+  static constexpr int kBytes = kMasks + 2 * kPfChunk * 4;
+  static_assert(kRowBytes == Smem<D, uint16_t>::kKPitch, "the decode kernel's bf16 row layout");
+  static_assert(kRing % 128 == 0 && kRowBytes % 128 == 0 && kStageBytes % 128 == 0,
+                "swizzled rows start on 128-byte boundaries");
+};
+
+// This thread's two entries (tid and tid + kPfBlock) of the chunk being
+// resolved, between its loads and its publication.
+struct PfMeta {
+  int32_t id[2];
+  uint32_t mask[2];
+  int page[2];
+  int32_t phys[2];
+};
+
+// What every phase of a block needs of its tile.
+struct PfTile {
+  int64_t e0 = 0, ne = 0;  // the tile's entries in the plan
+  int req = 0;
+  int64_t seq_len = 0;
+  uint32_t rows_ok = 0;    // rows of the tile that belong to req
+};
+
+// Chunk k's ids and masks (rows outside rows_ok dropped; past the tile: none).
+__device__ inline void pf_load_ids(const PrefillArgs& pa, const PfTile& tl, int k, PfMeta& m) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int64_t e = int64_t{k} * kPfChunk + static_cast<int>(threadIdx.x) + j * kPfBlock;
+    const bool in = e < tl.ne;
+    m.id[j] = in ? pa.ids[tl.e0 + e] : -1;
+    m.mask[j] = in ? pa.masks[tl.e0 + e] & tl.rows_ok : 0u;
+  }
+}
+
+// Their page-table entries (none for entries no row attends).
+__device__ inline void pf_load_pages(const KernelArgs& a, const PfTile& tl, PfMeta& m) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    m.page[j] = m.mask[j] != 0u ? page_of(a, m.id[j]) : -1;
+    m.phys[j] = m.page[j] >= 0 ? a.block_table[static_cast<int64_t>(tl.req) * a.max_pages + m.page[j]] : -1;
+  }
+}
+
+// Their slots (resolve_slot's rule) and masks into buffer k & 1; an entry
+// whose id does not resolve is attended by no row (slot -1, mask 0).
+__device__ inline void pf_publish(const KernelArgs& a, const PfTile& tl, int k, const PfMeta& m, int32_t* slots_s,
+                                  uint32_t* masks_s) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int64_t slot = m.mask[j] != 0u ? slot_on_page(a, tl.seq_len, m.id[j], m.page[j], m.phys[j]) : -1;
+    const int i = (k & 1) * kPfChunk + static_cast<int>(threadIdx.x) + j * kPfBlock;
+    slots_s[i] = slot >= 0 ? static_cast<int32_t>(slot) : -1;
+    masks_s[i] = slot >= 0 ? m.mask[j] : 0u;
+  }
+}
+
+// The copies of one step's 8 K and V rows into a ring stage (16 bytes per
+// copy, zero-filled for slot -1), spread over the block.
+template <int D>
+__device__ void pf_issue(const KernelArgs& a, int g, const int32_t* slots, uint32_t stage) {
+  using L = PfSmem<D>;
+  constexpr int kPieces = D / 8;  // 16-byte pieces of a bf16 row
+  constexpr int kCopies = kPfNT * kPieces;
+  const uint64_t row_bytes = static_cast<uint64_t>(a.kv_heads) * L::kRowBytes;
+  const auto* k_cache = static_cast<const unsigned char*>(a.k_cache) + static_cast<uint64_t>(g) * L::kRowBytes;
+  const auto* v_cache = static_cast<const unsigned char*>(a.v_cache) + static_cast<uint64_t>(g) * L::kRowBytes;
+#pragma unroll
+  for (int k = 0; k < (kCopies + kPfBlock - 1) / kPfBlock; ++k) {
+    const int i = static_cast<int>(threadIdx.x) + k * kPfBlock;
+    if (i >= kCopies) break;
+    const int r = i / kPieces, c = i % kPieces;
+    const int32_t slot = slots[r];
+    const uint64_t src = static_cast<uint64_t>(max(slot, 0)) * row_bytes + static_cast<uint64_t>(c) * 16;
+    const uint32_t dst = stage + static_cast<uint32_t>(r * L::kRowBytes) + ((static_cast<uint32_t>(c) * 16) ^
+                                                                            Smem<D, uint16_t>::k_swizzle(r));
+    cp_async16_unless_negative(dst, k_cache + src, slot);
+    cp_async16_unless_negative(dst + L::kTileBytes, v_cache + src, slot);
+  }
+}
+
+// One pair's output the slow, exact way, by one warp: the reference's
+// rule that a row is influenced only by the ids it attends. The tensor-core
+// path multiplies P = 0 by the V rows of entries a pair's row does not
+// attend, so an inf or NaN in such a row (which another row of the tile
+// does attend) would reach it; the epilogue sends every pair whose output
+// is not finite here. Lanes take 32 entries at a time (logits in fp32, the
+// online softmax with expf, P rounded to bf16) and then own dims lane +
+// 32k of the output. Only for non-finite outputs: it is not fast.
+template <int D>
+__device__ void pf_exact_pair(const PrefillArgs& pa, const PfTile& tl, int g, int pair_row, int64_t out0,
+                              const uint16_t* q) {
+  const KernelArgs& a = pa.k;
+  const int lane = lane32();
+  constexpr int kDims = D / 32;
+  float o[kDims];
+#pragma unroll
+  for (int k = 0; k < kDims; ++k) o[k] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  const auto* k_cache = static_cast<const uint16_t*>(a.k_cache);
+  const auto* v_cache = static_cast<const uint16_t*>(a.v_cache);
+  for (int64_t base = 0; base < tl.ne; base += 32) {
+    const int64_t e = base + lane;
+    int64_t slot = -1;
+    if (e < tl.ne && ((pa.masks[tl.e0 + e] & tl.rows_ok) >> pair_row & 1u) != 0u)
+      slot = resolve_slot(a, tl.req, tl.seq_len, pa.ids[tl.e0 + e]);
+    float s = -INFINITY;
+    if (slot >= 0) {
+      const uint16_t* krow = k_cache + (slot * a.kv_heads + g) * D;
+      float dot = 0.0f;
+      for (int d = 0; d < D; ++d) dot = fmaf(bf16_to_float(q[d]), bf16_to_float(krow[d]), dot);
+      dot *= a.k_scale;
+      s = a.round_logits ? round_bf16(round_bf16(dot) * a.scale) : dot * a.scale;
+    }
+    float mx = s;
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o2));
+    const float m_new = fmaxf(m, mx);
+    const float w = slot >= 0 && m_new != -INFINITY ? expf(s - m_new) : 0.0f;
+    float sum = w;
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o2);
+    const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
+    l = l * alpha + sum;
+    m = m_new;
+    const float pw = round_bf16(w);
+#pragma unroll
+    for (int k = 0; k < kDims; ++k) o[k] *= alpha;
+    for (int j = 0; j < 32; ++j) {
+      const int64_t sj = __shfl_sync(0xffffffffu, slot, j);
+      const float pj = __shfl_sync(0xffffffffu, pw, j);
+      if (sj < 0) continue;  // the mask decides, not P = 0
+      const uint16_t* vrow = v_cache + (sj * a.kv_heads + g) * D;
+#pragma unroll
+      for (int k = 0; k < kDims; ++k) o[k] = fmaf(pj, bf16_to_float(vrow[lane + 32 * k]), o[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kDims; ++k) {
+    const float x = o[k] * a.v_scale;
+    store_output(a, out0 + lane + 32 * k, l > 0.0f ? x / l : 0.0f);
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
+  using L = PfSmem<D>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (smem_addr(smem) % 128 != 0) __trap();  // the swizzle XORs address bits (see the decode kernel)
+  wait_for_primary();
+  allow_dependent_launch();
+  const KernelArgs& a = pa.k;
+  const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
+  const int gq = lane >> 2, tq = lane & 3;
+  const int32_t* tile = pa.tiles + static_cast<int64_t>(blockIdx.x) * 4;
+  const int64_t row0 = tile[0];
+  const int nrows = tile[1];
+  const int g = static_cast<int>(blockIdx.y) / a.head_chunks;
+  const int chunk = static_cast<int>(blockIdx.y) % a.head_chunks;
+  const int group = a.heads / a.kv_heads;
+  const int h0 = g * group + chunk * pa.heads_per_block;
+  const int hc = min(pa.heads_per_block, group - chunk * pa.heads_per_block);
+  const int np = nrows * hc;
+  // The scalar prefill kernel's guards on the plan: a tile outside the step
+  // writes nothing, bad entry ranges attend nothing.
+  if (row0 < 0 || nrows < 1 || nrows > pa.rows_per_tile || row0 + nrows > pa.num_tokens || hc < 1 ||
+      np > kAttentionPrefillMaxPairs)
+    return;
+  PfTile tl;
+  tl.e0 = tile[2];
+  tl.ne = tile[3];
+  if (tl.e0 < 0 || tl.ne < 0 || tl.e0 + tl.ne > pa.num_entries) tl.ne = 0;
+  tl.req = a.token_to_req[row0];
+  const bool real = tl.req >= 0 && tl.req < a.num_reqs;
+  tl.seq_len = real ? a.seq_lens[tl.req] : 0;
+  if (!real) tl.ne = 0;
+  for (int r = 0; r < nrows; ++r)
+    if (a.token_to_req[row0 + r] == tl.req) tl.rows_ok |= 1u << r;
+
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
+  int32_t* slots_s = reinterpret_cast<int32_t*>(smem + L::kSlots);
+  uint32_t* masks_s = reinterpret_cast<uint32_t*>(smem + L::kMasks);
+  const uint32_t ring = smem_addr(smem + L::kRing);
+
+  // Q, in a commit group of its own ahead of the ring's.
+  for (int i = tid; i < kAttentionPrefillMaxPairs * (D / 8); i += kPfBlock) {
+    const int pair = i / (D / 8), c = (i % (D / 8)) * 8;
+    const bool valid = pair < np;
+    const uint16_t* src = valid ? a.q + ((row0 + pair / hc) * a.heads + h0 + pair % hc) * D + c : a.q;
+    cp_async16(smem_addr(q_s + pair * L::kPitch + c), src, valid);
+  }
+  cp_async_commit();
+
+  // Chunk 0's slots and masks, then the ring's first kPfStages - 1 steps.
+  PfMeta meta;
+  pf_load_ids(pa, tl, 0, meta);
+  pf_load_pages(a, tl, meta);
+  pf_publish(a, tl, 0, meta, slots_s, masks_s);
+  __syncthreads();
+  const int steps = static_cast<int>((tl.ne + kPfNT - 1) / kPfNT);
+  for (int s = 0; s < kPfStages - 1; ++s) {
+    if (s < steps) pf_issue<D>(a, g, slots_s + s * kPfNT, ring + s * L::kStageBytes);
+    cp_async_commit();
+  }
+
+  const int p0 = warp * 16 + gq, p1 = p0 + 8;  // this lane's pair rows gq and gq + 8 of the warp's tile
+  const bool warp_live = warp * 16 < np;
+  const int tr0 = p0 < np ? p0 / hc : 31, tr1 = p1 < np ? p1 / hc : 31;  // their tile rows (31: none)
+  const uint32_t q_lane =
+      smem_addr(q_s) + ((warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kPitch + (lane >> 4) * 8) * 2;
+  uint32_t kv_off[2];
+  kv_lane_offsets<D>(lane, kv_off);
+  constexpr int kDimTiles = D / 8;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+  float acc[kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
+
+  for (int t = 0; t < steps; ++t) {
+    cp_async_wait<kPfStages - 2>();  // this thread's copies of step t (and Q) have landed
+    __syncthreads();                 // everyone's have; step t - 1's stage and metadata are free
+    const int kc = t / kPfChunkSteps, ts = t % kPfChunkSteps;
+    if (int64_t{kc + 1} * kPfChunk < tl.ne) {  // a next chunk exists, so this one has all its steps
+      if (ts == 0) pf_load_ids(pa, tl, kc + 1, meta);
+      if (ts == kPfPagesStep) pf_load_pages(a, tl, meta);
+      if (ts == kPfPublishStep) pf_publish(a, tl, kc + 1, meta, slots_s, masks_s);
+    }
+    const int next = t + kPfStages - 1;
+    if (next < steps)
+      pf_issue<D>(a, g, slots_s + ((next / kPfChunkSteps) & 1) * kPfChunk + (next % kPfChunkSteps) * kPfNT,
+                  ring + (next % kPfStages) * L::kStageBytes);
+    cp_async_commit();
+    if (!warp_live) continue;  // (uniform per warp: a warp without pairs only copies)
+    const uint32_t kt = ring + (t % kPfStages) * L::kStageBytes;
+    float sc[kChains][4] = {};
+    const uint32_t k_lane[2] = {kt + kv_off[0], kt + kv_off[1]};
+    bf16_logits<D>(sc, q_lane, k_lane);
+    float s4[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s4[e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
+    if (a.round_logits) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[e] = round_bf16(round_bf16(s4[e]) * a.scale);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[e] *= a.scale;
+    }
+    // Entries 2tq, 2tq + 1 of the step: a logit counts where the pair's row attends the entry.
+    const uint32_t* mk = masks_s + (kc & 1) * kPfChunk + ts * kPfNT + 2 * tq;
+    const uint32_t ma = mk[0], mb = mk[1];
+    float r0[2], r1[2];
+    r0[0] = (ma >> tr0) & 1u ? s4[0] : -INFINITY;
+    r0[1] = (mb >> tr0) & 1u ? s4[1] : -INFINITY;
+    r1[0] = (ma >> tr1) & 1u ? s4[2] : -INFINITY;
+    r1[1] = (mb >> tr1) & 1u ? s4[3] : -INFINITY;
+    const float al0 = softmax_row(r0, m0, l0);
+    const float al1 = softmax_row(r1, m1, l1);
+    if (t > 0 && __any_sync(0xffffffffu, al0 != 1.0f || al1 != 1.0f)) {
+#pragma unroll
+      for (int i = 0; i < kDimTiles; ++i) {
+        acc[i][0] *= al0;
+        acc[i][1] *= al0;
+        acc[i][2] *= al1;
+        acc[i][3] *= al1;
+      }
+    }
+    const uint32_t v_lane[2] = {kt + L::kTileBytes + kv_off[0], kt + L::kTileBytes + kv_off[1]};
+    bf16_pv<D>(acc, p_bf16x2(r0[0], r0[1]), p_bf16x2(r1[0], r1[1]), v_lane);
+  }
+  cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
+  if (!warp_live) return;
+
+  // Each warp owns whole pairs: no merge. A pair whose output is not finite
+  // is recomputed exactly (pf_exact_pair) instead of stored from here.
+  bool bad0 = !isfinite(l0), bad1 = !isfinite(l1);
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i) {
+    bad0 = bad0 || !isfinite(acc[i][0]) || !isfinite(acc[i][1]);
+    bad1 = bad1 || !isfinite(acc[i][2]) || !isfinite(acc[i][3]);
+  }
+  const uint32_t bad_lanes0 = __ballot_sync(0xffffffffu, bad0), bad_lanes1 = __ballot_sync(0xffffffffu, bad1);
+  const bool skip0 = ((bad_lanes0 >> (4 * gq)) & 0xfu) != 0u, skip1 = ((bad_lanes1 >> (4 * gq)) & 0xfu) != 0u;
+  const int64_t out_p0 = p0 < np ? ((row0 + p0 / hc) * a.heads + h0 + p0 % hc) * D : 0;
+  const int64_t out_p1 = p1 < np ? ((row0 + p1 / hc) * a.heads + h0 + p1 % hc) * D : 0;
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const bool first = e < 2;
+      if (first ? (p0 >= np || skip0) : (p1 >= np || skip1)) continue;
+      const float l = first ? l0 : l1;
+      const float x = acc[i][e] * a.v_scale;
+      store_output(a, (first ? out_p0 : out_p1) + i * 8 + 2 * tq + (e & 1), l > 0.0f ? x / l : 0.0f);
+    }
+  if (bad_lanes0 == 0u && bad_lanes1 == 0u) return;
+  for (int q = 0; q < 16; ++q) {  // uniform over the warp
+    const int pair = warp * 16 + q;
+    const uint32_t lanes = q < 8 ? bad_lanes0 >> (4 * q) : bad_lanes1 >> (4 * (q - 8));
+    if (pair >= np || (lanes & 0xfu) == 0u) continue;
+    const int64_t out0 = ((row0 + pair / hc) * a.heads + h0 + pair % hc) * D;
+    pf_exact_pair<D>(pa, tl, g, pair / hc, out0, q_s + pair * L::kPitch);
+  }
+}
+
+template <int D>
+void launch_prefill_typed(const PrefillArgs& pa, int64_t num_tiles, hipStream_t stream) {
+  resident_blocks(reinterpret_cast<const void*>(mma_prefill_kernel<D>), kPfBlock, PfSmem<D>::kBytes);
+  LaunchShape shape;
+  shape.grid = dim3(static_cast<unsigned>(num_tiles), static_cast<unsigned>(pa.k.kv_heads * pa.k.head_chunks));
+  shape.block = dim3(kPfBlock);
+  shape.shared_bytes = PfSmem<D>::kBytes;
+  launch_dependent(mma_prefill_kernel<D>, shape, stream, pa);
+}
+
 }  // namespace
 
 bool mma_decode_params_supported(int head_dim, int group, PRounding p_rounding) {
@@ -981,6 +1346,21 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
   }
 }
 
+bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
+  const bool slots_fit = a.num_pages * static_cast<int64_t>(a.page_size) <= INT32_MAX;
+  return !fp8 && (head_dim == 64 || head_dim == 128 || head_dim == 256) && a.round_p && slots_fit &&
+         is_aligned(a.q, 16) && is_aligned(a.k_cache, 16) && is_aligned(a.v_cache, 16);
+}
+
+void launch_mma_prefill(const PrefillArgs& pa, int64_t num_tiles, int head_dim, hipStream_t stream) {
+  switch (head_dim) {
+    case 64: return launch_prefill_typed<64>(pa, num_tiles, stream);
+    case 128: return launch_prefill_typed<128>(pa, num_tiles, stream);
+    case 256: return launch_prefill_typed<256>(pa, num_tiles, stream);
+    default: throw ConfigError("gpu attention: head_dim " + std::to_string(head_dim) + " has no tensor-core kernel");
+  }
+}
+
 #else  // AMD: the portable kernel only
 
 bool mma_decode_supported(const KernelArgs&, int, int) { return false; }
@@ -988,6 +1368,10 @@ bool mma_decode_params_supported(int, int, PRounding) { return false; }
 int mma_decode_splits(int64_t, int, int max_splits, int, bool) { return max_splits; }
 void launch_mma_decode(const KernelArgs&, int, int64_t, bool, hipStream_t) {
   throw ConfigError("gpu attention: the tensor-core decode kernel exists only in CUDA builds");
+}
+bool mma_prefill_supported(const KernelArgs&, int, bool) { return false; }
+void launch_mma_prefill(const PrefillArgs&, int64_t, int, hipStream_t) {
+  throw ConfigError("gpu attention: the tensor-core prefill kernel exists only in CUDA builds");
 }
 
 #endif

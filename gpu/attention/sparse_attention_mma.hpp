@@ -60,7 +60,9 @@
 
 #include <cstdint>
 
+#include "gpu/attention/attention_prefill_tile.hpp"
 #include "gpu/attention/attention_tile.hpp"
+#include "gpu/attention/sparse_attention_plan.hpp"
 #include "gpu/common/device_api.hpp"
 #include "reference/core/stage_params.hpp"
 
@@ -88,5 +90,28 @@ int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, boo
 // with a.splits / a.ids_per_split from mma_decode_splits (ws_* set when
 // a.splits > 1; the caller runs the merge).
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream);
+
+// The tensor-core prefill kernel: the plan-based prefill path
+// (sparse_attention_plan.hpp) for a bf16 cache. One block of 4 warps per
+// (tile, KV group, head chunk); the tile's (row, head) pairs, at most 64,
+// are the rows of 4 m16 tiles, one per warp, packed without padding. The
+// tile's entries (the union of its rows' ids) go through shared memory once
+// for all pairs, 8 per step, in a 4-stage ring that the whole block fills
+// (the decode kernel's swizzled tiles); each warp then runs the decode
+// kernel's step on its 16 pairs (the same logit mma chains, softmax_row, P
+// rounded to bf16 into the same k8 PV mmas), with a pair's logits of
+// entries its row does not attend masked to -inf, and stores its pairs
+// (no merge: a warp owns whole pairs). Slots and masks are resolved 256
+// entries at a time, the next chunk's loads spread over the current one's
+// steps. A pair whose output is not finite is recomputed exactly, one warp
+// per pair: P = 0 times an inf or NaN in a V row its row does not attend
+// (but another row of the tile does) would otherwise reach it, and the
+// reference lets a row see only the ids it attends.
+// Supported: a CUDA build, a bf16 cache, head_dim in {64, 128, 256},
+// a.round_p, slots that fit in int32, 16-byte aligned q, k_cache, v_cache.
+bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
+// Launches it over pa's tiles (grid x = tile, y = KV group x head chunk);
+// pa complete and checked, as for launch_prefill.
+void launch_mma_prefill(const PrefillArgs& pa, int64_t num_tiles, int head_dim, hipStream_t stream);
 
 }  // namespace qsa::gpu::attn

@@ -22,6 +22,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -194,6 +196,80 @@ TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
     EXPECT_TRUE(autos.attn == chosen.attn && autos.gated == chosen.gated);
     gpu_test::expect_matches_reference(c, autos);
   }
+}
+
+// A V row holding inf, attended by some rows of a request and not by their
+// neighbours in the same tiles. The tensor-core prefill kernel multiplies
+// P = 0 by that row for the neighbours, and must recompute them exactly
+// (sparse_attention_mma.hpp): the reference lets a row see only the ids it
+// attends. The neighbours match the reference as usual; the rows that
+// attend it are not finite exactly where the reference is not, on both
+// paths.
+TEST(GpuSparseAttentionPrefillNonFinite, AnInfInAVRowReachesOnlyTheRowsThatAttendIt) {
+  const PrefillAttnSpec s = spec(256, 2, 12, 64, 4, 16, {60, 9});
+  const std::string name = gpu_test::prefill_spec_name(s) + "_inf_v";
+  const uint64_t seed = gpu_test::case_seed(name);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (override: QSA_TEST_SEED), case " << name);
+  gpu_test::AttnCase c = gpu_test::make_prefill_attn_case(s, seed);
+  const AttentionParams& p = c.params;
+  const int64_t T = c.layout.num_tokens;
+  // Which rows of request 0 list each id; the first id that some but not all
+  // of them list becomes the poisoned token.
+  const int64_t begin = c.layout.row_begin(0), end = c.layout.row_end(0);
+  const int64_t L = c.layout.seq_lens[0];
+  std::vector<std::vector<char>> lists(static_cast<size_t>(L), std::vector<char>(static_cast<size_t>(T), 0));
+  for (int64_t row = begin; row < end; ++row)
+    for (int64_t col = 0; col < p.index_width; ++col) {
+      const int32_t id = c.token_idx.at(row, col);
+      if (id >= 0 && id < L) lists[static_cast<size_t>(id)][static_cast<size_t>(row)] = 1;
+    }
+  // The plan does not depend on the cache: the poisoned id is the first that
+  // a tile of request 0 holds for some of its rows and not for others.
+  const gpu::SparseAttentionPrefillPlan plan = gpu_test::prefill_plan(c);
+  int32_t poisoned = -1;
+  for (int32_t id = 0; id < L && poisoned < 0; ++id)
+    for (int64_t t = 0; t < plan.num_tiles() && poisoned < 0; ++t) {
+      const int32_t* tile = &plan.tiles[static_cast<size_t>(4 * t)];
+      if (tile[0] < begin || tile[0] >= end) continue;
+      int n = 0;
+      for (int32_t r = 0; r < tile[1]; ++r) n += lists[static_cast<size_t>(id)][static_cast<size_t>(tile[0] + r)];
+      if (n > 0 && n < tile[1]) poisoned = id;
+    }
+  ASSERT_GE(poisoned, 0) << "no id that only some rows of a tile attend";
+  const int64_t slot = paged_slot(c.layout.block_table, 0, poisoned, p.page_size);
+  ASSERT_GE(slot, 0);
+  const int G = p.kv_heads, D = p.head_dim;
+  std::vector<double> k(static_cast<size_t>(G) * D), v(k.size());
+  for (int g = 0; g < G; ++g)
+    for (int d = 0; d < D; ++d) {
+      k[static_cast<size_t>(g * D + d)] = c.cache.k(slot, g)[d];
+      v[static_cast<size_t>(g * D + d)] = c.cache.v(slot, g)[d];
+    }
+  v[3] = std::numeric_limits<double>::infinity();  // group 0, dim 3
+  c.cache.write(slot, poisoned, k.data(), v.data());
+  // The rows that attend it: their reference now has inf or NaN; c keeps the
+  // reference of the clean cache, which is the same for every other row.
+  TensorD poisoned_attn, poisoned_gated;
+  sparse_attention(p, c.q, c.token_idx, c.layout, c.cache, poisoned_attn);
+  apply_gate(c.gate_params, poisoned_attn, c.gate, poisoned_gated);
+  const std::vector<char>& attends = lists[static_cast<size_t>(poisoned)];
+
+  const gpu_test::GpuOutputs prefill = gpu_test::run_gpu_path(c, AttentionPath::kPrefill, &plan);
+  const gpu_test::GpuOutputs decode = gpu_test::run_gpu_path(c, AttentionPath::kDecode, nullptr);
+  gpu_test::expect_prefill_matches(c, decode, prefill, plan, &attends);
+  int64_t non_finite = 0, checked = 0;
+  for (int64_t row = begin; row < end; ++row) {
+    if (!attends[static_cast<size_t>(row)]) continue;
+    for (int64_t i = row * p.heads * D; i < (row + 1) * p.heads * D; ++i) {
+      const bool want = std::isfinite(poisoned_attn.data[static_cast<size_t>(i)]);
+      non_finite += want ? 0 : 1;
+      ++checked;
+      const size_t at = static_cast<size_t>(i);
+      ASSERT_EQ(std::isfinite(prefill.attn[at]), want) << "prefill, row " << row << " element " << i;
+      ASSERT_EQ(std::isfinite(decode.attn[at]), want) << "decode, row " << row << " element " << i;
+    }
+  }
+  EXPECT_GT(non_finite, 0) << "the poisoned V row reached no output of the " << checked << " checked";
 }
 
 // ---- host side -------------------------------------------------------------
