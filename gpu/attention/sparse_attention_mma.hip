@@ -963,18 +963,27 @@ void launch_for_cache(const KernelArgs& a, int64_t rows, bool fp8, hipStream_t s
 
 constexpr int kPfWarps = 4;
 constexpr int kPfBlock = kPfWarps * 32;
-constexpr int kPfNT = 8;          // entries per step: an n8 tile of S, the k of the PV mma
-constexpr int kPfStages = 4;      // ring stages: 3 steps in flight
+// Entries per step: two n8 tiles of S, two k8 PV mmas per output tile. With
+// 8 (one tile) a warp's step was bound by its own latencies (ncu at share
+// 0.99: 2 warps per scheduler, 0.3 eligible, 7.5 cycles per instruction, 25%
+// issue), so a step's fixed cost (barrier, copy issue, softmax shuffles)
+// is now paid per 16 entries.
+constexpr int kPfNT = 16;
+constexpr int kPfTiles = kPfNT / 8;
+// Ring stages: 3 steps (48 KB at D = 256) in flight per block, which fits
+// 2 blocks per SM (the registers allow no more). A 9-stage ring of 8-entry
+// steps measured the same as 4 stages: the copies do not set the time.
+constexpr int kPfStages = 4;
 constexpr int kPfChunk = 256;     // entries whose slots and masks are resolved together, 2 per thread
 constexpr int kPfChunkSteps = kPfChunk / kPfNT;
 // While a chunk is consumed, its threads load the next chunk's ids and masks
 // at its step 0, the page-table entries those ids need at step
 // kPfPagesStep, and publish the slots and masks at step kPfPublishStep: each
-// dependent load has 8 or more steps to arrive, and the published chunk is
+// dependent load has 4 or more steps to arrive, and the published chunk is
 // visible (the next step's barrier) before the copies of its first step are
 // issued, kPfStages - 1 steps ahead of it.
-constexpr int kPfPagesStep = 8;
-constexpr int kPfPublishStep = 24;
+constexpr int kPfPagesStep = 4;
+constexpr int kPfPublishStep = 10;
 static_assert(kPfWarps * 16 == kAttentionPrefillMaxPairs, "one m16 tile of pairs per warp");
 static_assert(kPfChunk == 2 * kPfBlock, "two entries per thread and chunk");
 static_assert(kPfPagesStep < kPfPublishStep && kPfPublishStep + kPfStages - 1 < kPfChunkSteps,
@@ -1231,27 +1240,39 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
     cp_async_commit();
     if (!warp_live) continue;  // (uniform per warp: a warp without pairs only copies)
     const uint32_t kt = ring + (t % kPfStages) * L::kStageBytes;
-    float sc[kChains][4] = {};
-    const uint32_t k_lane[2] = {kt + kv_off[0], kt + kv_off[1]};
-    bf16_logits<D>(sc, q_lane, k_lane);
-    float s4[4];
+    // S for the step's kPfTiles n8 tiles of entries (rows 8n.. of the K tile,
+    // swizzled like rows 0..7), each as the decode kernel's four chains.
+    float s4[kPfTiles][4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s4[e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
+    for (int n = 0; n < kPfTiles; ++n) {
+      float sc[kChains][4] = {};
+      const uint32_t k_lane[2] = {kt + n * 8 * L::kRowBytes + kv_off[0], kt + n * 8 * L::kRowBytes + kv_off[1]};
+      bf16_logits<D>(sc, q_lane, k_lane);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[n][e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
+    }
     if (a.round_logits) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s4[e] = round_bf16(round_bf16(s4[e]) * a.scale);
+      for (int n = 0; n < kPfTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s4[n][e] = round_bf16(round_bf16(s4[n][e]) * a.scale);
     } else {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s4[e] *= a.scale;
+      for (int n = 0; n < kPfTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s4[n][e] *= a.scale;
     }
-    // Entries 2tq, 2tq + 1 of the step: a logit counts where the pair's row attends the entry.
+    // Entries 8n + 2tq, 8n + 2tq + 1: a logit counts where the pair's row attends the entry.
     const uint32_t* mk = masks_s + (kc & 1) * kPfChunk + ts * kPfNT + 2 * tq;
-    const uint32_t ma = mk[0], mb = mk[1];
-    float r0[2], r1[2];
-    r0[0] = (ma >> tr0) & 1u ? s4[0] : -INFINITY;
-    r0[1] = (mb >> tr0) & 1u ? s4[1] : -INFINITY;
-    r1[0] = (ma >> tr1) & 1u ? s4[2] : -INFINITY;
-    r1[1] = (mb >> tr1) & 1u ? s4[3] : -INFINITY;
+    float r0[2 * kPfTiles], r1[2 * kPfTiles];
+#pragma unroll
+    for (int n = 0; n < kPfTiles; ++n)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t m = mk[8 * n + j];
+        r0[2 * n + j] = (m >> tr0) & 1u ? s4[n][j] : -INFINITY;
+        r1[2 * n + j] = (m >> tr1) & 1u ? s4[n][2 + j] : -INFINITY;
+      }
     const float al0 = softmax_row(r0, m0, l0);
     const float al1 = softmax_row(r1, m1, l1);
     if (t > 0 && __any_sync(0xffffffffu, al0 != 1.0f || al1 != 1.0f)) {
@@ -1263,8 +1284,12 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
         acc[i][3] *= al1;
       }
     }
-    const uint32_t v_lane[2] = {kt + L::kTileBytes + kv_off[0], kt + L::kTileBytes + kv_off[1]};
-    bf16_pv<D>(acc, p_bf16x2(r0[0], r0[1]), p_bf16x2(r1[0], r1[1]), v_lane);
+#pragma unroll
+    for (int n = 0; n < kPfTiles; ++n) {
+      const uint32_t vt = kt + L::kTileBytes + n * 8 * L::kRowBytes;
+      const uint32_t v_lane[2] = {vt + kv_off[0], vt + kv_off[1]};
+      bf16_pv<D>(acc, p_bf16x2(r0[2 * n], r0[2 * n + 1]), p_bf16x2(r1[2 * n], r1[2 * n + 1]), v_lane);
+    }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
   if (!warp_live) return;
