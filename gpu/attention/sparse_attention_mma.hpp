@@ -96,10 +96,11 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 // (tile, KV group, head chunk); the tile's (row, head) pairs, at most 64,
 // are the rows of 4 m16 tiles, one per warp, packed without padding. The
 // tile's entries (the union of its rows' ids) go through shared memory once
-// for all pairs, 8 per step, in a 4-stage ring that the whole block fills
+// for all pairs, 16 per step, in a 4-stage ring that the whole block fills
 // (the decode kernel's swizzled tiles); each warp then runs the decode
-// kernel's step on its 16 pairs (the same logit mma chains, softmax_row, P
-// rounded to bf16 into the same k8 PV mmas), with a pair's logits of
+// kernel's step on its 16 pairs for each n8 tile of the step (the same
+// logit mma chains, softmax_row, P rounded to bf16 into the same k8 PV
+// mmas), with a pair's logits of
 // entries its row does not attend masked to -inf, and stores its pairs
 // (no merge: a warp owns whole pairs). Slots and masks are resolved 256
 // entries at a time, the next chunk's loads spread over the current one's
