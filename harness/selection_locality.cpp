@@ -4,6 +4,8 @@
 #include <iterator>
 #include <string>
 
+#include "reference/core/stage_params.hpp"
+
 namespace qsa {
 
 namespace {
@@ -118,10 +120,10 @@ TensorI32 counted_token_ids(const TensorI32& token_idx, bool count_column) {
     throw InputError("selection locality: token_idx has shape " + shape_to_string(token_idx.shape) +
                      (count_column ? ", expected [T, W + 1]" : ", expected [T, W]"));
   if (!count_column) return token_idx;
-  const int64_t rows = token_idx.dim(0), width = token_idx.dim(1) - 1;
-  TensorI32 ids({rows, width}, -1);
+  const int64_t rows = token_idx.dim(0), columns = token_idx.dim(1);
+  TensorI32 ids({rows, columns - 1}, -1);
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t n = std::clamp<int64_t>(token_idx.at(r, width), 0, width);
+    const int64_t n = attended_columns(token_idx.row(r), columns, true);
     for (int64_t c = 0; c < n; ++c) ids.at(r, c) = token_idx.at(r, c);
   }
   return ids;

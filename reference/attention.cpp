@@ -200,10 +200,7 @@ void sparse_attention(const AttentionParams& p, const TensorD& q, const TensorI3
   const int64_t width = p.index_width;
   for_each_row(layout.num_tokens, [&](int64_t row, RowScratch& s) {
     const int32_t* ids = token_idx.row(row);
-    int64_t n = width;
-    // The count column bounds the loop (vLLM's packed row); it is never an id.
-    if (p.count_column) n = std::clamp<int64_t>(ids[width - 1], 0, width - 1);
-    attend_row(p, q, layout, cache, row, ids, n, s, out);
+    attend_row(p, q, layout, cache, row, ids, attended_columns(ids, width, p.count_column), s, out);
   });
 }
 

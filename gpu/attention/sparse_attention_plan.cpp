@@ -79,7 +79,7 @@ SparseAttentionPrefillPlan plan_sparse_attention_prefill(const AttentionParams& 
       for (int r = 0; r < n; ++r) {
         const int32_t* ids = token_idx.row(t0 + r);
         // The count column bounds the row exactly as the reference clamps it.
-        const int64_t cols = p.count_column ? std::clamp<int64_t>(ids[width - 1], 0, width - 1) : width;
+        const int64_t cols = attended_columns(ids, width, p.count_column);
         for (int64_t c = 0; c < cols; ++c) {
           const int32_t id = ids[c];
           if (id < 0 || id >= L) continue;

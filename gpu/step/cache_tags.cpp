@@ -6,6 +6,7 @@
 #include <string>
 
 #include "reference/core/errors.hpp"
+#include "reference/core/stage_params.hpp"
 
 namespace qsa::gpu {
 
@@ -62,8 +63,7 @@ void CacheTags::check_attention_reads(const StepLayout& l, const TensorI32& toke
     const int req = l.token_to_req[static_cast<size_t>(row)];
     if (req < 0) continue;
     const int32_t* ids = token_idx.row(row);
-    int64_t n = width;
-    if (count_column) n = std::clamp<int64_t>(ids[width - 1], 0, width - 1);
+    const int64_t n = attended_columns(ids, width, count_column);
     const int64_t L = l.seq_lens[static_cast<size_t>(req)];
     for (int64_t c = 0; c < n; ++c) {
       const int32_t t = ids[c];

@@ -3,6 +3,7 @@
 // make_*_params derive a stage's params from the layer config.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -67,6 +68,13 @@ struct ExpandParams {
   bool count_column = false;  // row width W + 1 with the count last
   int width() const { return budget + ratio - 1 + (count_column ? 1 : 0); }
 };
+
+// The columns of a token-index row of `width` columns that attention reads:
+// all of them, or with the count column (vLLM's packed row: the last column)
+// the count it holds, clamped to [0, width - 1] (the count is never an id).
+inline int64_t attended_columns(const int32_t* ids, int64_t width, bool count_column) {
+  return count_column ? std::clamp<int64_t>(ids[width - 1], 0, width - 1) : width;
+}
 
 // Paged main KV cache.
 struct KvCacheParams {
