@@ -14,29 +14,41 @@ namespace qsa::bench {
 
 namespace {
 
-// k distinct blocks of [0, v) in random order: rejection against a bitmap
-// when k is small against v, else a partial Fisher-Yates shuffle.
-void random_blocks(const CounterRng& rng, uint64_t row, int64_t v, int64_t k, std::vector<uint8_t>& seen,
-                   std::vector<int32_t>& scratch, int32_t* out) {
-  uint64_t draw = row << 32;
-  if (2 * k <= v) {
-    if (static_cast<int64_t>(seen.size()) < v) seen.resize(static_cast<size_t>(v));
-    for (int64_t j = 0; j < k;) {
+// Fills out[n, k) with distinct blocks of [0, v) that `seen` does not mark
+// (it marks the first n, and is at least v long), in the order drawn, and
+// marks them: rejection against the bitmap when at most half of the
+// unmarked blocks are needed, else a partial Fisher-Yates shuffle of the
+// unmarked ones. `draw` counts the generator's draws. n <= k <= v.
+void draw_distinct(const CounterRng& rng, uint64_t& draw, int64_t v, int64_t k, int64_t n,
+                   std::vector<uint8_t>& seen, std::vector<int32_t>& scratch, int32_t* out) {
+  if (2 * (k - n) <= v - n) {
+    while (n < k) {
       const auto b = static_cast<int32_t>(rng.bits(draw++) % static_cast<uint64_t>(v));
       if (seen[static_cast<size_t>(b)]) continue;
       seen[static_cast<size_t>(b)] = 1;
-      out[j++] = b;
+      out[n++] = b;
     }
-    for (int64_t j = 0; j < k; ++j) seen[static_cast<size_t>(out[j])] = 0;
     return;
   }
-  scratch.resize(static_cast<size_t>(v));
-  for (int64_t b = 0; b < v; ++b) scratch[static_cast<size_t>(b)] = static_cast<int32_t>(b);
-  for (int64_t j = 0; j < k; ++j) {
-    const int64_t pick = j + static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(v - j));
+  scratch.clear();
+  for (int64_t b = 0; b < v; ++b)
+    if (!seen[static_cast<size_t>(b)]) scratch.push_back(static_cast<int32_t>(b));
+  for (int64_t j = 0; n < k; ++j) {
+    const int64_t left = static_cast<int64_t>(scratch.size()) - j;
+    const int64_t pick = j + static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(left));
     std::swap(scratch[static_cast<size_t>(j)], scratch[static_cast<size_t>(pick)]);
-    out[j] = scratch[static_cast<size_t>(j)];
+    out[n] = scratch[static_cast<size_t>(j)];
+    seen[static_cast<size_t>(out[n++])] = 1;
   }
+}
+
+// k distinct blocks of [0, v) in random order.
+void random_blocks(const CounterRng& rng, uint64_t row, int64_t v, int64_t k, std::vector<uint8_t>& seen,
+                   std::vector<int32_t>& scratch, int32_t* out) {
+  uint64_t draw = row << 32;
+  if (static_cast<int64_t>(seen.size()) < v) seen.resize(static_cast<size_t>(v));
+  draw_distinct(rng, draw, v, k, 0, seen, scratch, out);
+  for (int64_t j = 0; j < k; ++j) seen[static_cast<size_t>(out[j])] = 0;
 }
 
 // A row's blocks given the previous row's (prev, prev_k of them): each kept
@@ -53,24 +65,7 @@ void shared_blocks(const CounterRng& rng, uint64_t row, int64_t v, int64_t k, do
       seen[static_cast<size_t>(prev[j])] = 1;
       out[n++] = prev[j];
     }
-  if (2 * (k - n) <= v - n) {
-    while (n < k) {
-      const auto b = static_cast<int32_t>(rng.bits(draw++) % static_cast<uint64_t>(v));
-      if (seen[static_cast<size_t>(b)]) continue;
-      seen[static_cast<size_t>(b)] = 1;
-      out[n++] = b;
-    }
-  } else {  // most of what is left is needed: pick from the list of the unchosen
-    scratch.clear();
-    for (int64_t b = 0; b < v; ++b)
-      if (!seen[static_cast<size_t>(b)]) scratch.push_back(static_cast<int32_t>(b));
-    for (int64_t j = 0; n < k; ++j) {
-      const int64_t left = static_cast<int64_t>(scratch.size()) - j;
-      const int64_t pick = j + static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(left));
-      std::swap(scratch[static_cast<size_t>(j)], scratch[static_cast<size_t>(pick)]);
-      out[n++] = scratch[static_cast<size_t>(j)];
-    }
-  }
+  draw_distinct(rng, draw, v, k, n, seen, scratch, out);
   for (int64_t j = k - 1; j > 0; --j)
     std::swap(out[j], out[static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(j + 1))]);
   for (int64_t j = 0; j < k; ++j) seen[static_cast<size_t>(out[j])] = 0;
