@@ -30,9 +30,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
+from bench_ab import write_new  # atomic, and never over an existing file
 from compare_bench import load, median_us
 
 
@@ -135,13 +135,6 @@ def markdown(table, shares, rounds):
     return "\n".join(lines) + "\n"
 
 
-def write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".share-")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,10 +172,10 @@ def main(argv):
         print(f"bench_share.py: {e}", file=sys.stderr)
         return 1
     text = markdown(table, shares, args.rounds)
-    write_atomic(os.path.join(out, "share.md"), text)
+    write_new(os.path.join(out, "share.md"), text)
     payload = {name: {share_text(s): {"median_us": v[0], "TFLOPps": v[1], "pct_matrix": v[2]}
                       for s, v in by.items()} for name, by in table.items()}
-    write_atomic(os.path.join(out, "share.json"), json.dumps(payload, indent=1) + "\n")
+    write_new(os.path.join(out, "share.json"), json.dumps(payload, indent=1) + "\n")
     print(text, end="")
     print(f"results: {out}")
     return 0
