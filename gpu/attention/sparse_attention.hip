@@ -276,7 +276,7 @@ AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAtten
     if (path == AttentionPath::kAuto && tensor_core_attention_available(p)) return AttentionPath::kDecode;
     return resolve_attention_path(dims, args, path);
   }
-  if (path == AttentionPath::kPrefill)
+  if (is_prefill_path(path))
     throw ConfigError("gpu attention: the prefill path does not implement p_rounding = bf16 normalised "
                       "(hf-eager); use the decode path (kAuto or kDecode)");
   return AttentionPath::kDecode;
@@ -309,7 +309,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
                              int ids_per_split, AttentionPath path) {
   check_sparse_attention_params(p, kv);
   if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kDecodePortable &&
-      path != AttentionPath::kPrefill)
+      !is_prefill_path(path))
     throw ConfigError("gpu attention: unknown attention path");
   const int splits = sparse_attention_splits(p, ids_per_split);
   if (dims.num_tokens == 0) return;
@@ -318,7 +318,8 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     throw InputError("gpu attention: dims (T = " + std::to_string(dims.num_tokens) + ", R = " +
                      std::to_string(dims.num_reqs) + ", num_pages = " + std::to_string(dims.num_pages) +
                      ") do not describe this launch; take them from validate_sparse_attention");
-  const bool prefill = resolve_attention_path(p, dims, args, path) == AttentionPath::kPrefill;
+  const AttentionPath resolved = resolve_attention_path(p, dims, args, path);
+  const bool prefill = is_prefill_path(resolved);
   const int group = p.heads / p.kv_heads;
   const SparseAttentionPrefillShape shape = sparse_attention_prefill_shape(p);
   const int head_chunks =
@@ -386,8 +387,10 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     pa.num_entries = args.prefill_num_entries;
     pa.rows_per_tile = shape.rows;
     pa.heads_per_block = shape.heads;
-    if (attn::mma_prefill_supported(a, p.head_dim, kv.dtype == KvDtype::kFp8)) {
-      attn::launch_mma_prefill(pa, args.prefill_num_tiles, p.head_dim, stream);
+    const bool fp8 = kv.dtype == KvDtype::kFp8;
+    if (attn::mma_prefill_supported(a, p.head_dim, fp8)) {
+      const bool wgmma = resolved == AttentionPath::kPrefill && attn::wgmma_prefill_supported(a, p.head_dim, fp8);
+      attn::launch_mma_prefill(pa, args.prefill_num_tiles, p.head_dim, wgmma, stream);
       return;
     }
     attn::launch_prefill(pa, shape, args.prefill_num_tiles, p.head_dim, kv.dtype == KvDtype::kFp8, stream);

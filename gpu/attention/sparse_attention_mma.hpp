@@ -1,5 +1,7 @@
 // Internal interface between the launcher (sparse_attention.hip) and the
-// tensor-core decode kernel (sparse_attention_mma.hip), NVIDIA sm_80+ only.
+// tensor-core kernels, NVIDIA only: decode (sparse_attention_mma.hip, sm_80+)
+// and prefill (sparse_attention_mma_prefill.hip: sm_80+, and a Hopper
+// version for sm_90a).
 // Include only from .hip files.
 //
 // Same contract and numerics as the portable decode kernel
@@ -111,8 +113,17 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 // Supported: a CUDA build, a bf16 cache, head_dim in {64, 128, 256},
 // a.round_p, slots that fit in int32, 16-byte aligned q, k_cache, v_cache.
 bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
-// Launches it over pa's tiles (grid x = tile, y = KV group x head chunk);
-// pa complete and checked, as for launch_prefill.
-void launch_mma_prefill(const PrefillArgs& pa, int64_t num_tiles, int head_dim, hipStream_t stream);
+// The Hopper version of the same kernel (sm_90a): the block is one
+// warpgroup, and its two matrix products per step are warpgroup mmas
+// (wgmma) with K and V read straight from the shared-memory ring, Q from
+// shared memory and P from registers; the masking, softmax, rounding and
+// epilogue are the kernel's above. Supported where mma_prefill_supported
+// is, in builds with sm_90a device code (QSA_CUDA_SM90A), on a compute
+// capability 9.0 device.
+bool wgmma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
+// Launches one of them over pa's tiles (grid x = tile, y = KV group x head
+// chunk): the Hopper kernel with `wgmma` (only where wgmma_prefill_supported),
+// else the sm_80 one; pa complete and checked, as for launch_prefill.
+void launch_mma_prefill(const PrefillArgs& pa, int64_t num_tiles, int head_dim, bool wgmma, hipStream_t stream);
 
 }  // namespace qsa::gpu::attn

@@ -59,7 +59,16 @@ namespace qsa::gpu {
 // kDecode runs the best decode kernel the build has (the tensor-core one of
 // sparse_attention_mma.hpp where it applies); kDecodePortable forces the
 // portable decode kernel, so that tests can hold the two against each other.
-enum class AttentionPath { kAuto, kDecode, kDecodePortable, kPrefill };
+// kPrefill runs the fastest prefill kernel the build and device have (on an
+// H200 the Hopper one of sparse_attention_mma.hpp); kPrefillMmaSync the same
+// path without the Hopper kernel, so that tests and benchmarks reach the
+// sm_80 tensor-core prefill kernel on a Hopper GPU too.
+enum class AttentionPath { kAuto, kDecode, kDecodePortable, kPrefill, kPrefillMmaSync };
+
+// Whether a path is one of the prefill kernels'.
+constexpr bool is_prefill_path(AttentionPath p) {
+  return p == AttentionPath::kPrefill || p == AttentionPath::kPrefillMmaSync;
+}
 inline constexpr int64_t kAttentionPrefillMinRowsPerTile = 4;
 
 // Limits of the prefill kernel: rows per tile (one mask bit each), (row,

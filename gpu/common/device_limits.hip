@@ -19,18 +19,24 @@ DeviceLimits query_device_limits(int device) {
   int sms = 0;
   int shared = 0;
   int l2 = 0;
+  int major = 0, minor = 0;
 #if defined(QSA_GPU_CUDA)
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&wave, cudaDevAttrWarpSize, device));
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   QSA_GPU_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  QSA_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  QSA_GPU_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
 #else
   QSA_GPU_CHECK(hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, device));
   QSA_GPU_CHECK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device));
   QSA_GPU_CHECK(hipDeviceGetAttribute(&shared, hipDeviceAttributeMaxSharedMemoryPerBlock, device));
   QSA_GPU_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device));
+  QSA_GPU_CHECK(hipDeviceGetAttribute(&major, hipDeviceAttributeComputeCapabilityMajor, device));
+  QSA_GPU_CHECK(hipDeviceGetAttribute(&minor, hipDeviceAttributeComputeCapabilityMinor, device));
 #endif
-  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared), static_cast<size_t>(l2 > 0 ? l2 : 0)};
+  return {device, wave, sms > 0 ? sms : 1, static_cast<size_t>(shared), static_cast<size_t>(l2 > 0 ? l2 : 0),
+          major, minor};
 }
 
 int current_device() {

@@ -15,6 +15,7 @@ struct DeviceLimits {
   int multiprocessors = 1;
   size_t max_shared = 48 * 1024;  // dynamic shared memory one block may use (after opting in on NVIDIA)
   size_t l2_bytes = 0;            // the L2 cache (0 where the runtime does not say)
+  int major = 0, minor = 0;       // compute capability (NVIDIA; AMD: the runtime's values)
 };
 
 // The current device's limits (ConfigError for an ordinal of 64 or more).

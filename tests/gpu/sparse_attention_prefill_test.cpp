@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/common/device_limits.hpp"
 #include "tests/gpu/sparse_attention_case.hpp"
 #include "tests/gpu/sparse_attention_run.hpp"
 
@@ -87,9 +88,11 @@ TEST_P(GpuSparseAttentionPrefill, MatchesReferenceAndDecodePath) {
   const gpu::SparseAttentionPrefillPlan plan = gpu_test::prefill_plan(c);
   expect_plan_matches_rows(c, plan);
   if (HasFatalFailure()) return;
-  const gpu_test::GpuOutputs prefill = gpu_test::run_gpu_path(c, AttentionPath::kPrefill, &plan);
   const gpu_test::GpuOutputs decode = gpu_test::run_gpu_path(c, AttentionPath::kDecode, nullptr);
-  gpu_test::expect_prefill_matches(c, decode, prefill, plan);
+  for (const AttentionPath path : {AttentionPath::kPrefill, AttentionPath::kPrefillMmaSync}) {
+    SCOPED_TRACE(path == AttentionPath::kPrefill ? "kPrefill" : "kPrefillMmaSync");
+    gpu_test::expect_prefill_matches(c, decode, gpu_test::run_gpu_path(c, path, &plan), plan);
+  }
 }
 
 PrefillAttnSpec spec(int dim, int kv_heads, int group, int kb, int r, int page, std::vector<int> chunk,
@@ -198,6 +201,26 @@ TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
   }
 }
 
+// On a compute capability 9.0 device with sm_90a code (the H200 build),
+// kPrefill runs the Hopper kernel and kPrefillMmaSync the sm_80 one: both
+// match the reference (above), and their fp32 sums run in different orders,
+// so some output bits differ. Equal outputs would mean kPrefill fell back.
+TEST(GpuSparseAttentionPrefillPath, PrefillTakesTheHopperKernelOnHopper) {
+  const gpu::DeviceLimits& d = gpu::device_limits();
+  if (d.major != 9 || d.minor != 0) GTEST_SKIP() << "not a compute capability 9.0 device";
+  const PrefillAttnSpec s = spec(256, 2, 12, 512, 4, 1600, {300, 1, 37});
+  const uint64_t seed = gpu_test::case_seed("prefill-hopper");
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  const gpu_test::AttnCase c = gpu_test::make_prefill_attn_case(s, seed);
+  const gpu::SparseAttentionPrefillPlan plan = gpu_test::prefill_plan(c);
+  const gpu_test::GpuOutputs hopper = gpu_test::run_gpu_path(c, AttentionPath::kPrefill, &plan);
+  const gpu_test::GpuOutputs sm80 = gpu_test::run_gpu_path(c, AttentionPath::kPrefillMmaSync, &plan);
+  ASSERT_EQ(hopper.attn.size(), sm80.attn.size());
+  int64_t differ = 0;
+  for (size_t i = 0; i < hopper.attn.size(); ++i) differ += hopper.attn[i] != sm80.attn[i];
+  EXPECT_GT(differ, 0) << "kPrefill and kPrefillMmaSync gave the same bits: the Hopper kernel did not run";
+}
+
 // A V row holding inf, attended by some rows of a request and not by their
 // neighbours in the same tiles. The tensor-core prefill kernel multiplies
 // P = 0 by that row for the neighbours, and must recompute them exactly
@@ -254,22 +277,25 @@ TEST(GpuSparseAttentionPrefillNonFinite, AnInfInAVRowReachesOnlyTheRowsThatAtten
   apply_gate(c.gate_params, poisoned_attn, c.gate, poisoned_gated);
   const std::vector<char>& attends = lists[static_cast<size_t>(poisoned)];
 
-  const gpu_test::GpuOutputs prefill = gpu_test::run_gpu_path(c, AttentionPath::kPrefill, &plan);
   const gpu_test::GpuOutputs decode = gpu_test::run_gpu_path(c, AttentionPath::kDecode, nullptr);
-  gpu_test::expect_prefill_matches(c, decode, prefill, plan, &attends);
-  int64_t non_finite = 0, checked = 0;
-  for (int64_t row = begin; row < end; ++row) {
-    if (!attends[static_cast<size_t>(row)]) continue;
-    for (int64_t i = row * p.heads * D; i < (row + 1) * p.heads * D; ++i) {
-      const bool want = std::isfinite(poisoned_attn.data[static_cast<size_t>(i)]);
-      non_finite += want ? 0 : 1;
-      ++checked;
-      const size_t at = static_cast<size_t>(i);
-      ASSERT_EQ(std::isfinite(prefill.attn[at]), want) << "prefill, row " << row << " element " << i;
-      ASSERT_EQ(std::isfinite(decode.attn[at]), want) << "decode, row " << row << " element " << i;
+  for (const AttentionPath path : {AttentionPath::kPrefill, AttentionPath::kPrefillMmaSync}) {
+    SCOPED_TRACE(path == AttentionPath::kPrefill ? "kPrefill" : "kPrefillMmaSync");
+    const gpu_test::GpuOutputs prefill = gpu_test::run_gpu_path(c, path, &plan);
+    gpu_test::expect_prefill_matches(c, decode, prefill, plan, &attends);
+    int64_t non_finite = 0, checked = 0;
+    for (int64_t row = begin; row < end; ++row) {
+      if (!attends[static_cast<size_t>(row)]) continue;
+      for (int64_t i = row * p.heads * D; i < (row + 1) * p.heads * D; ++i) {
+        const bool want = std::isfinite(poisoned_attn.data[static_cast<size_t>(i)]);
+        non_finite += want ? 0 : 1;
+        ++checked;
+        const size_t at = static_cast<size_t>(i);
+        ASSERT_EQ(std::isfinite(prefill.attn[at]), want) << "prefill, row " << row << " element " << i;
+        ASSERT_EQ(std::isfinite(decode.attn[at]), want) << "decode, row " << row << " element " << i;
+      }
     }
+    EXPECT_GT(non_finite, 0) << "the poisoned V row reached no output of the " << checked << " checked";
   }
-  EXPECT_GT(non_finite, 0) << "the poisoned V row reached no output of the " << checked << " checked";
 }
 
 // ---- host side -------------------------------------------------------------

@@ -63,7 +63,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
     const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx, env.selection_share);
     dims = gpu::validate_sparse_attention(p, kv, m.token_idx, m.token_to_req, m.seq_lens, m.block_table,
                                           gpu::TokenIdCheck::kStrict);
-    if (path == gpu::AttentionPath::kPrefill) {
+    if (gpu::is_prefill_path(path)) {
       const gpu::SparseAttentionPrefillPlan plan =
           gpu::plan_sparse_attention_prefill(p, dims, m.token_idx, m.token_to_req, m.seq_lens, m.block_table);
       plans.push_back({gpu::DeviceBuffer<int32_t>(plan.tiles), gpu::DeviceBuffer<int32_t>(plan.ids),
@@ -102,7 +102,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
       path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims, split_ids) : 0;
   workspace.allocate(1, ws_floats);
 
-  state.SetLabel(path == gpu::AttentionPath::kPrefill ? "path=prefill" : "path=decode");
+  state.SetLabel(gpu::is_prefill_path(path) ? "path=prefill" : "path=decode");
   const Timing t = time_launches(state, copies, [&](int k) {
     gpu::SparseAttentionArgs a;
     a.q = q.at(k);
@@ -117,7 +117,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
     a.gated = gated.at(k);
     a.workspace = ws_floats > 0 ? workspace.at(0) : nullptr;
     a.workspace_floats = ws_floats;
-    if (path == gpu::AttentionPath::kPrefill) {
+    if (gpu::is_prefill_path(path)) {
       const DevicePlan& plan = plans[static_cast<size_t>(k)];
       a.prefill_tiles = plan.tiles.get();
       a.prefill_ids = plan.ids.get();
@@ -154,6 +154,10 @@ void register_attention_benchmarks() {
   // row on its own: whether it beats the plan-based prefill kernel.
   for (const NamedShape& s : prefill_grid(false))
     add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/decode_kernel", true);
+  // The prefill path without the Hopper kernel (its sm_80 tensor-core
+  // kernel on an H200): what the wgmma kernel gains over it.
+  for (const NamedShape& s : prefill_grid(false))
+    add(s, KvDtype::kBf16, gpu::AttentionPath::kPrefillMmaSync, "/mma_sync_kernel");
 }
 
 }  // namespace qsa::bench

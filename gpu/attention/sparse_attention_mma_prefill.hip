@@ -1,0 +1,687 @@
+// The tensor-core prefill kernels (sparse_attention_mma.hpp describes
+// them): the sm_80 union-tile kernel and its Hopper (wgmma) version, which
+// share the plan's metadata pipeline, the masked softmax and the epilogue.
+// NVIDIA only: on AMD this file compiles to "not supported" and the
+// launcher keeps the portable prefill kernel.
+#include <cmath>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "gpu/attention/mma_step.hpp"
+#include "gpu/attention/sparse_attention_mma.hpp"
+#include "gpu/common/dependent_launch.hpp"
+#include "gpu/common/device_limits.hpp"
+#include "gpu/common/mma_sm80.hpp"
+#include "gpu/common/wgmma_sm90.hpp"
+
+namespace qsa::gpu::attn {
+
+#if defined(QSA_GPU_CUDA)
+
+namespace {
+
+using namespace sm80;
+using namespace mma;
+
+// ---- The tensor-core prefill kernel (sparse_attention_mma.hpp) ----
+//
+// One block of kPfWarps warps per (tile of rows of one request, KV group,
+// head chunk) of the plan (sparse_attention_plan.hpp): the tile's (row,
+// head) pairs, at most kAttentionPrefillMaxPairs, are the rows of kPfWarps
+// m16 tiles, one per warp, with no padding between rows (12 heads x 5 rows
+// = 60 pairs in 4 tiles). The tile's entries (the union of its rows'
+// selections) pass through shared memory once, 16 per step, for all pairs;
+// each warp computes its 16 pairs' logits, masks those of entries a pair's
+// row does not attend, and runs the decode kernel's online softmax and PV
+// on them. The numerics are the bf16 decode kernel's per pair: the same
+// logit mma chains, softmax_row, P rounded to bf16 as the A operand of the
+// same k8 PV mmas, the same epilogue arithmetic.
+
+constexpr int kPfWarps = 4;
+constexpr int kPfBlock = kPfWarps * 32;
+// Entries per step: two n8 tiles of S, two k8 PV mmas per output tile. With
+// 8 (one tile) a warp's step was bound by its own latencies (ncu at share
+// 0.99: 2 warps per scheduler, 0.3 eligible, 7.5 cycles per instruction, 25%
+// issue), so a step's fixed cost (barrier, copy issue, softmax shuffles)
+// is now paid per 16 entries.
+constexpr int kPfNT = 16;
+constexpr int kPfTiles = kPfNT / 8;
+// Ring stages: 3 steps (48 KB at D = 256) in flight per block, which fits
+// 2 blocks per SM (the registers allow no more). A 9-stage ring of 8-entry
+// steps measured the same as 4 stages: the copies do not set the time.
+constexpr int kPfStages = 4;
+constexpr int kPfChunk = 256;     // entries whose slots and masks are resolved together, 2 per thread
+constexpr int kPfChunkSteps = kPfChunk / kPfNT;
+// While a chunk is consumed, its threads load the next chunk's ids and masks
+// at its step 0, the page-table entries those ids need at step
+// kPfPagesStep, and publish the slots and masks at step kPfPublishStep: each
+// dependent load has 4 or more steps to arrive, and the published chunk is
+// visible (the next step's barrier) before the copies of its first step are
+// issued, kPfStages - 1 steps ahead of it.
+constexpr int kPfPagesStep = 4;
+constexpr int kPfPublishStep = 10;
+static_assert(kPfWarps * 16 == kAttentionPrefillMaxPairs, "one m16 tile of pairs per warp");
+static_assert(kPfChunk == 2 * kPfBlock, "two entries per thread and chunk");
+static_assert(kPfPagesStep < kPfPublishStep && kPfPublishStep + kPfStages - 1 < kPfChunkSteps,
+              "a chunk's metadata is published before the copies of its first step");
+static_assert(kAttentionPrefillMaxRows < 31, "tile rows are mask bits; bit 31 means no row");
+
+// Shared memory: the pairs' Q rows (the decode kernel's padded pitch, pairs
+// past the tile's count zero-filled), the ring of [K | V] tiles of 8 rows
+// each (swizzled exactly like the decode kernel's bf16 tiles, so
+// kv_lane_offsets, bf16_logits and bf16_pv read them unchanged), and two
+// chunks of slots and masks.
+template <int D>
+struct PfSmem {
+  static constexpr int kPitch = D + 8;
+  static constexpr int kRowBytes = D * 2;
+  static constexpr int kTileBytes = kPfNT * kRowBytes;
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kQ = 0;
+  static constexpr int kRing = kQ + kAttentionPrefillMaxPairs * kPitch * 2;
+  static constexpr int kSlots = kRing + kPfStages * kStageBytes;  // [2][kPfChunk] int32, -1: not attended
+  static constexpr int kMasks = kSlots + 2 * kPfChunk * 4;         // [2][kPfChunk] uint32, bit r: tile row r attends
+  static constexpr int kBytes = kMasks + 2 * kPfChunk * 4;
+  static_assert(kRowBytes == Smem<D, uint16_t>::kKPitch, "the decode kernel's bf16 row layout");
+  static_assert(kRing % 128 == 0 && kRowBytes % 128 == 0 && kStageBytes % 128 == 0,
+                "swizzled rows start on 128-byte boundaries");
+};
+
+// This thread's two entries (tid and tid + kPfBlock) of the chunk being
+// resolved, between its loads and its publication.
+struct PfMeta {
+  int32_t id[2];
+  uint32_t mask[2];
+  int page[2];
+  int32_t phys[2];
+};
+
+// What every phase of a block needs of its tile.
+struct PfTile {
+  int64_t e0 = 0, ne = 0;  // the tile's entries in the plan
+  int req = 0;
+  int64_t seq_len = 0;
+  uint32_t rows_ok = 0;    // rows of the tile that belong to req
+};
+
+// Chunk k's ids and masks (rows outside rows_ok dropped; past the tile: none).
+__device__ inline void pf_load_ids(const PrefillArgs& pa, const PfTile& tl, int k, PfMeta& m) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int64_t e = int64_t{k} * kPfChunk + static_cast<int>(threadIdx.x) + j * kPfBlock;
+    const bool in = e < tl.ne;
+    m.id[j] = in ? pa.ids[tl.e0 + e] : -1;
+    m.mask[j] = in ? pa.masks[tl.e0 + e] & tl.rows_ok : 0u;
+  }
+}
+
+// Their page-table entries (none for entries no row attends).
+__device__ inline void pf_load_pages(const KernelArgs& a, const PfTile& tl, PfMeta& m) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    m.page[j] = m.mask[j] != 0u ? page_of(a, m.id[j]) : -1;
+    m.phys[j] = m.page[j] >= 0 ? a.block_table[static_cast<int64_t>(tl.req) * a.max_pages + m.page[j]] : -1;
+  }
+}
+
+// Their slots (resolve_slot's rule) and masks into buffer k & 1; an entry
+// whose id does not resolve is attended by no row (slot -1, mask 0).
+__device__ inline void pf_publish(const KernelArgs& a, const PfTile& tl, int k, const PfMeta& m, int32_t* slots_s,
+                                  uint32_t* masks_s) {
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int64_t slot = m.mask[j] != 0u ? slot_on_page(a, tl.seq_len, m.id[j], m.page[j], m.phys[j]) : -1;
+    const int i = (k & 1) * kPfChunk + static_cast<int>(threadIdx.x) + j * kPfBlock;
+    slots_s[i] = slot >= 0 ? static_cast<int32_t>(slot) : -1;
+    masks_s[i] = slot >= 0 ? m.mask[j] : 0u;
+  }
+}
+
+// The copies of one step's kPfNT K and V rows into a ring stage (16 bytes
+// per copy, zero-filled for slot -1), spread over the block. kAtoms: the
+// Hopper kernel's layout (sm90::sw128_offset: 64-dim atom columns of
+// 128-byte rows), else the decode kernel's swizzled rows.
+template <int D, bool kAtoms = false>
+__device__ void pf_issue(const KernelArgs& a, int g, const int32_t* slots, uint32_t stage) {
+  using L = PfSmem<D>;
+  constexpr int kPieces = D / 8;  // 16-byte pieces of a bf16 row
+  constexpr int kCopies = kPfNT * kPieces;
+  const uint64_t row_bytes = static_cast<uint64_t>(a.kv_heads) * L::kRowBytes;
+  const auto* k_cache = static_cast<const unsigned char*>(a.k_cache) + static_cast<uint64_t>(g) * L::kRowBytes;
+  const auto* v_cache = static_cast<const unsigned char*>(a.v_cache) + static_cast<uint64_t>(g) * L::kRowBytes;
+#pragma unroll
+  for (int k = 0; k < (kCopies + kPfBlock - 1) / kPfBlock; ++k) {
+    const int i = static_cast<int>(threadIdx.x) + k * kPfBlock;
+    if (i >= kCopies) break;
+    const int r = i / kPieces, c = i % kPieces;
+    const int32_t slot = slots[r];
+    const uint64_t src = static_cast<uint64_t>(max(slot, 0)) * row_bytes + static_cast<uint64_t>(c) * 16;
+    const uint32_t dst =
+        stage + (kAtoms ? sm90::sw128_offset(kPfNT, r, 8 * c)
+                        : static_cast<uint32_t>(r * L::kRowBytes) +
+                              ((static_cast<uint32_t>(c) * 16) ^ Smem<D, uint16_t>::k_swizzle(r)));
+    cp_async16_unless_negative(dst, k_cache + src, slot);
+    cp_async16_unless_negative(dst + L::kTileBytes, v_cache + src, slot);
+  }
+}
+
+// One pair's output the slow, exact way, by one warp: the reference's
+// rule that a row is influenced only by the ids it attends. The tensor-core
+// path multiplies P = 0 by the V rows of entries a pair's row does not
+// attend, so an inf or NaN in such a row (which another row of the tile
+// does attend) would reach it; the epilogue sends every pair whose output
+// is not finite here. Lanes take 32 entries at a time (logits in fp32, the
+// online softmax with expf, P rounded to bf16) and then own dims lane +
+// 32k of the output. Only for non-finite outputs: it is not fast.
+template <int D>
+__device__ void pf_exact_pair(const PrefillArgs& pa, const PfTile& tl, int g, int pair_row, int64_t out0,
+                              const uint16_t* q) {
+  const KernelArgs& a = pa.k;
+  const int lane = lane32();
+  constexpr int kDims = D / 32;
+  float o[kDims];
+#pragma unroll
+  for (int k = 0; k < kDims; ++k) o[k] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  const auto* k_cache = static_cast<const uint16_t*>(a.k_cache);
+  const auto* v_cache = static_cast<const uint16_t*>(a.v_cache);
+  for (int64_t base = 0; base < tl.ne; base += 32) {
+    const int64_t e = base + lane;
+    int64_t slot = -1;
+    if (e < tl.ne && ((pa.masks[tl.e0 + e] & tl.rows_ok) >> pair_row & 1u) != 0u)
+      slot = resolve_slot(a, tl.req, tl.seq_len, pa.ids[tl.e0 + e]);
+    float s = -INFINITY;
+    if (slot >= 0) {
+      const uint16_t* krow = k_cache + (slot * a.kv_heads + g) * D;
+      float dot = 0.0f;
+      for (int d = 0; d < D; ++d) dot = fmaf(bf16_to_float(q[d]), bf16_to_float(krow[d]), dot);
+      dot *= a.k_scale;
+      s = a.round_logits ? round_bf16(round_bf16(dot) * a.scale) : dot * a.scale;
+    }
+    float mx = s;
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o2));
+    const float m_new = fmaxf(m, mx);
+    const float w = slot >= 0 && m_new != -INFINITY ? expf(s - m_new) : 0.0f;
+    float sum = w;
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o2);
+    const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
+    l = l * alpha + sum;
+    m = m_new;
+    const float pw = round_bf16(w);
+#pragma unroll
+    for (int k = 0; k < kDims; ++k) o[k] *= alpha;
+    for (int j = 0; j < 32; ++j) {
+      const int64_t sj = __shfl_sync(0xffffffffu, slot, j);
+      const float pj = __shfl_sync(0xffffffffu, pw, j);
+      if (sj < 0) continue;  // the mask decides, not P = 0
+      const uint16_t* vrow = v_cache + (sj * a.kv_heads + g) * D;
+#pragma unroll
+      for (int k = 0; k < kDims; ++k) o[k] = fmaf(pj, bf16_to_float(vrow[lane + 32 * k]), o[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kDims; ++k) {
+    const float x = o[k] * a.v_scale;
+    store_output(a, out0 + lane + 32 * k, l > 0.0f ? x / l : 0.0f);
+  }
+}
+
+// A prefill block's place in the plan: its tile's first row and row count,
+// its KV group, its chunk's first head and head count, its (row, head)
+// pairs (pair p is row p / hc, head h0 + p % hc).
+struct PfBlock {
+  int64_t row0 = 0;
+  int nrows = 0;
+  int g = 0, h0 = 0, hc = 0, np = 0;
+  // Output (and Q) offset of pair p's row.
+  __device__ int64_t pair_offset(const KernelArgs& a, int p, int d) const {
+    return ((row0 + p / hc) * a.heads + h0 + p % hc) * d;
+  }
+};
+
+// The block's tile and its request, with the scalar prefill kernel's guards
+// on the plan: false for a tile outside the step (nothing written); bad
+// entry ranges and padding rows attend nothing.
+__device__ inline bool pf_block(const PrefillArgs& pa, PfBlock& b, PfTile& tl) {
+  const KernelArgs& a = pa.k;
+  const int32_t* tile = pa.tiles + static_cast<int64_t>(blockIdx.x) * 4;
+  b.row0 = tile[0];
+  b.nrows = tile[1];
+  b.g = static_cast<int>(blockIdx.y) / a.head_chunks;
+  const int chunk = static_cast<int>(blockIdx.y) % a.head_chunks;
+  const int group = a.heads / a.kv_heads;
+  b.h0 = b.g * group + chunk * pa.heads_per_block;
+  b.hc = min(pa.heads_per_block, group - chunk * pa.heads_per_block);
+  b.np = b.nrows * b.hc;
+  if (b.row0 < 0 || b.nrows < 1 || b.nrows > pa.rows_per_tile || b.row0 + b.nrows > pa.num_tokens || b.hc < 1 ||
+      b.np > kAttentionPrefillMaxPairs)
+    return false;
+  tl.e0 = tile[2];
+  tl.ne = tile[3];
+  if (tl.e0 < 0 || tl.ne < 0 || tl.e0 + tl.ne > pa.num_entries) tl.ne = 0;
+  tl.req = a.token_to_req[b.row0];
+  const bool real = tl.req >= 0 && tl.req < a.num_reqs;
+  tl.seq_len = real ? a.seq_lens[tl.req] : 0;
+  if (!real) tl.ne = 0;
+  for (int r = 0; r < b.nrows; ++r)
+    if (a.token_to_req[b.row0 + r] == tl.req) tl.rows_ok |= 1u << r;
+  return true;
+}
+
+// Step t's share of resolving the next chunk (kPfPagesStep says when each
+// phase runs), between the step's barrier and its copies.
+__device__ inline void pf_next_chunk(const PrefillArgs& pa, const PfTile& tl, int t, PfMeta& meta, int32_t* slots_s,
+                                     uint32_t* masks_s) {
+  const int kc = t / kPfChunkSteps, ts = t % kPfChunkSteps;
+  if (int64_t{kc + 1} * kPfChunk < tl.ne) {  // a next chunk exists, so this one has all its steps
+    if (ts == 0) pf_load_ids(pa, tl, kc + 1, meta);
+    if (ts == kPfPagesStep) pf_load_pages(pa.k, tl, meta);
+    if (ts == kPfPublishStep) pf_publish(pa.k, tl, kc + 1, meta, slots_s, masks_s);
+  }
+}
+
+// Step t's slots in the two chunk buffers.
+__device__ inline const int32_t* pf_step_slots(const int32_t* slots_s, int t) {
+  return slots_s + ((t / kPfChunkSteps) & 1) * kPfChunk + (t % kPfChunkSteps) * kPfNT;
+}
+
+// Step t's masks of this lane's entries 2tq, 2tq + 1 (of each n8 tile).
+__device__ inline const uint32_t* pf_step_masks(const uint32_t* masks_s, int t) {
+  return masks_s + ((t / kPfChunkSteps) & 1) * kPfChunk + (t % kPfChunkSteps) * kPfNT + 2 * (lane32() & 3);
+}
+
+// One step of this lane's two pair rows (tile rows tr0, tr1; 31: none):
+// the logits s4 (n8 tile n, mma layout) scaled and rounded as the decode
+// kernel does, masked to the entries each row attends (mk: the step's
+// masks), through the online softmax. r0, r1 get the weights; the return
+// values are the rows' rescale factors.
+struct PfAlpha {
+  float a0, a1;
+};
+__device__ inline PfAlpha pf_softmax(const KernelArgs& a, float (&s4)[kPfTiles][4], const uint32_t* mk, int tr0,
+                                     int tr1, float (&r0)[2 * kPfTiles], float (&r1)[2 * kPfTiles], float& m0,
+                                     float& m1, float& l0, float& l1) {
+  if (a.round_logits) {
+#pragma unroll
+    for (int n = 0; n < kPfTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[n][e] = round_bf16(round_bf16(s4[n][e]) * a.scale);
+  } else {
+#pragma unroll
+    for (int n = 0; n < kPfTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[n][e] *= a.scale;
+  }
+  // Entries 8n + 2tq, 8n + 2tq + 1: a logit counts where the pair's row attends the entry.
+#pragma unroll
+  for (int n = 0; n < kPfTiles; ++n)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const uint32_t m = mk[8 * n + j];
+      r0[2 * n + j] = (m >> tr0) & 1u ? s4[n][j] : -INFINITY;
+      r1[2 * n + j] = (m >> tr1) & 1u ? s4[n][2 + j] : -INFINITY;
+    }
+  return {softmax_row(r0, m0, l0), softmax_row(r1, m1, l1)};
+}
+
+// The end of a block: each warp owns whole pairs (rows gq and gq + 8 of
+// its m16 tile, pairs p0 = 16 warp + gq and p0 + 8), so no merge. A pair
+// whose output is not finite is recomputed exactly (pf_exact_pair, Q row
+// q_row(pair)) instead of stored from here.
+template <int D, class QRow>
+__device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock& b, const float (&acc)[D / 8][4],
+                         float l0, float l1, QRow q_row) {
+  const KernelArgs& a = pa.k;
+  const int lane = lane32(), warp = static_cast<int>(threadIdx.x) >> 5, gq = lane >> 2, tq = lane & 3;
+  const int p0 = warp * 16 + gq, p1 = p0 + 8;
+  bool bad0 = !isfinite(l0), bad1 = !isfinite(l1);
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) {
+    bad0 = bad0 || !isfinite(acc[i][0]) || !isfinite(acc[i][1]);
+    bad1 = bad1 || !isfinite(acc[i][2]) || !isfinite(acc[i][3]);
+  }
+  const uint32_t bad_lanes0 = __ballot_sync(0xffffffffu, bad0), bad_lanes1 = __ballot_sync(0xffffffffu, bad1);
+  const bool skip0 = ((bad_lanes0 >> (4 * gq)) & 0xfu) != 0u, skip1 = ((bad_lanes1 >> (4 * gq)) & 0xfu) != 0u;
+  const int64_t out_p0 = p0 < b.np ? b.pair_offset(a, p0, D) : 0;
+  const int64_t out_p1 = p1 < b.np ? b.pair_offset(a, p1, D) : 0;
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const bool first = e < 2;
+      if (first ? (p0 >= b.np || skip0) : (p1 >= b.np || skip1)) continue;
+      const float l = first ? l0 : l1;
+      const float x = acc[i][e] * a.v_scale;
+      store_output(a, (first ? out_p0 : out_p1) + i * 8 + 2 * tq + (e & 1), l > 0.0f ? x / l : 0.0f);
+    }
+  if (bad_lanes0 == 0u && bad_lanes1 == 0u) return;
+  for (int q = 0; q < 16; ++q) {  // uniform over the warp
+    const int pair = warp * 16 + q;
+    const uint32_t lanes = q < 8 ? bad_lanes0 >> (4 * q) : bad_lanes1 >> (4 * (q - 8));
+    if (pair >= b.np || (lanes & 0xfu) == 0u) continue;
+    pf_exact_pair<D>(pa, tl, b.g, pair / b.hc, b.pair_offset(a, pair, D), q_row(pair));
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
+  using L = PfSmem<D>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (smem_addr(smem) % 128 != 0) __trap();  // the swizzle XORs address bits (see the decode kernel)
+  wait_for_primary();
+  allow_dependent_launch();
+  const KernelArgs& a = pa.k;
+  const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
+  const int gq = lane >> 2;
+  PfBlock b;
+  PfTile tl;
+  if (!pf_block(pa, b, tl)) return;
+
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
+  int32_t* slots_s = reinterpret_cast<int32_t*>(smem + L::kSlots);
+  uint32_t* masks_s = reinterpret_cast<uint32_t*>(smem + L::kMasks);
+  const uint32_t ring = smem_addr(smem + L::kRing);
+
+  // Q, in a commit group of its own ahead of the ring's.
+  for (int i = tid; i < kAttentionPrefillMaxPairs * (D / 8); i += kPfBlock) {
+    const int pair = i / (D / 8), c = (i % (D / 8)) * 8;
+    const bool valid = pair < b.np;
+    const uint16_t* src = valid ? a.q + b.pair_offset(a, pair, D) + c : a.q;
+    cp_async16(smem_addr(q_s + pair * L::kPitch + c), src, valid);
+  }
+  cp_async_commit();
+
+  // Chunk 0's slots and masks, then the ring's first kPfStages - 1 steps.
+  PfMeta meta;
+  pf_load_ids(pa, tl, 0, meta);
+  pf_load_pages(a, tl, meta);
+  pf_publish(a, tl, 0, meta, slots_s, masks_s);
+  __syncthreads();
+  const int steps = static_cast<int>((tl.ne + kPfNT - 1) / kPfNT);
+  for (int s = 0; s < kPfStages - 1; ++s) {
+    if (s < steps) pf_issue<D>(a, b.g, slots_s + s * kPfNT, ring + s * L::kStageBytes);
+    cp_async_commit();
+  }
+
+  const int p0 = warp * 16 + gq, p1 = p0 + 8;  // this lane's pair rows gq and gq + 8 of the warp's tile
+  const bool warp_live = warp * 16 < b.np;
+  const int tr0 = p0 < b.np ? p0 / b.hc : 31, tr1 = p1 < b.np ? p1 / b.hc : 31;  // their tile rows (31: none)
+  const uint32_t q_lane =
+      smem_addr(q_s) + ((warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * L::kPitch + (lane >> 4) * 8) * 2;
+  uint32_t kv_off[2];
+  kv_lane_offsets<D>(lane, kv_off);
+  constexpr int kDimTiles = D / 8;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+  float acc[kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
+
+  for (int t = 0; t < steps; ++t) {
+    cp_async_wait<kPfStages - 2>();  // this thread's copies of step t (and Q) have landed
+    __syncthreads();                 // everyone's have; step t - 1's stage and metadata are free
+    pf_next_chunk(pa, tl, t, meta, slots_s, masks_s);
+    const int next = t + kPfStages - 1;
+    if (next < steps) pf_issue<D>(a, b.g, pf_step_slots(slots_s, next), ring + (next % kPfStages) * L::kStageBytes);
+    cp_async_commit();
+    if (!warp_live) continue;  // (uniform per warp: a warp without pairs only copies)
+    const uint32_t kt = ring + (t % kPfStages) * L::kStageBytes;
+    // S for the step's kPfTiles n8 tiles of entries (rows 8n.. of the K tile,
+    // swizzled like rows 0..7), each as the decode kernel's four chains.
+    float s4[kPfTiles][4];
+#pragma unroll
+    for (int n = 0; n < kPfTiles; ++n) {
+      float sc[kChains][4] = {};
+      const uint32_t k_lane[2] = {kt + n * 8 * L::kRowBytes + kv_off[0], kt + n * 8 * L::kRowBytes + kv_off[1]};
+      bf16_logits<D>(sc, q_lane, k_lane);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[n][e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
+    }
+    float r0[2 * kPfTiles], r1[2 * kPfTiles];
+    const PfAlpha al = pf_softmax(a, s4, pf_step_masks(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
+    if (t > 0 && __any_sync(0xffffffffu, al.a0 != 1.0f || al.a1 != 1.0f)) {
+#pragma unroll
+      for (int i = 0; i < kDimTiles; ++i) {
+        acc[i][0] *= al.a0;
+        acc[i][1] *= al.a0;
+        acc[i][2] *= al.a1;
+        acc[i][3] *= al.a1;
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kPfTiles; ++n) {
+      const uint32_t vt = kt + L::kTileBytes + n * 8 * L::kRowBytes;
+      const uint32_t v_lane[2] = {vt + kv_off[0], vt + kv_off[1]};
+      bf16_pv<D>(acc, p_bf16x2(r0[2 * n], r0[2 * n + 1]), p_bf16x2(r1[2 * n], r1[2 * n + 1]), v_lane);
+    }
+  }
+  cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
+  if (!warp_live) return;
+  pf_store<D>(pa, tl, b, acc, l0, l1, [&](int pair) { return q_s + pair * L::kPitch; });
+}
+
+// ---- The Hopper prefill kernel (sm_90a: sparse_attention_mma.hpp) ----
+//
+// The union-tile kernel above with its matrix products on warpgroup mmas:
+// the block's 4 warps are one warpgroup, the tile's 64 pair rows its M. Per
+// step, S[64 pairs, 16 entries] = Q K^T is D/16 wgmmas with both operands
+// in shared memory, and O[64, D] += P V is D/64 wgmmas of n64 with P from
+// registers and V in shared memory, read transposed: no ldmatrix, no Q
+// fragments loaded per n8 tile (the mma.sync kernel loaded Q once per n8
+// tile of every step, most of its shared-memory reads). The fragments of
+// S, P and O per warp are the mma.sync kernel's, so masking, the online
+// softmax, P's bf16 rounding and the epilogue are the same code. Q and the
+// ring use wgmma's 128-byte-swizzled atoms (sm90::sw128_offset).
+template <int D>
+struct WgSmem {
+  using P = PfSmem<D>;
+  static constexpr int kQ = 0;  // [D / 64][64 pairs][128 bytes]
+  static constexpr int kRing = kQ + kAttentionPrefillMaxPairs * D * 2;
+  static constexpr int kSlots = kRing + kPfStages * P::kStageBytes;
+  static constexpr int kMasks = kSlots + 2 * kPfChunk * 4;
+  static constexpr int kUsed = kMasks + 2 * kPfChunk * 4;
+  static constexpr int kBytes = kUsed + 1024;  // the atoms need a 1024-byte aligned base: room to align it
+  static_assert(kRing % 1024 == 0 && P::kTileBytes % 1024 == 0 && (kPfNT * 128) % 1024 == 0,
+                "every atom of Q, K and V starts 1024-byte aligned");
+};
+
+template <int D>
+__global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa) {
+#if QSA_WGMMA
+  using L = WgSmem<D>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  unsigned char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
+  wait_for_primary();
+  allow_dependent_launch();
+  const KernelArgs& a = pa.k;
+  const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
+  const int gq = lane >> 2;
+  PfBlock b;
+  PfTile tl;
+  if (!pf_block(pa, b, tl)) return;  // (uniform per block, as every exit before the last wgmma must be)
+
+  const uint32_t q_base = smem_addr(smem + L::kQ);
+  int32_t* slots_s = reinterpret_cast<int32_t*>(smem + L::kSlots);
+  uint32_t* masks_s = reinterpret_cast<uint32_t*>(smem + L::kMasks);
+  const uint32_t ring = smem_addr(smem + L::kRing);
+
+  for (int i = tid; i < kAttentionPrefillMaxPairs * (D / 8); i += kPfBlock) {
+    const int pair = i / (D / 8), c = (i % (D / 8)) * 8;
+    const bool valid = pair < b.np;
+    const uint16_t* src = valid ? a.q + b.pair_offset(a, pair, D) + c : a.q;
+    cp_async16(q_base + sm90::sw128_offset(kAttentionPrefillMaxPairs, pair, c), src, valid);
+  }
+  cp_async_commit();
+  PfMeta meta;
+  pf_load_ids(pa, tl, 0, meta);
+  pf_load_pages(a, tl, meta);
+  pf_publish(a, tl, 0, meta, slots_s, masks_s);
+  __syncthreads();
+  // Copies run kAhead steps ahead, one fewer than the mma.sync kernel's:
+  // step t's PV reads its stage during step t + 1 (below), so the copies
+  // issued in step t + 1 must go to a stage neither step t nor t + 1 reads.
+  constexpr int kAhead = kPfStages - 2;
+  static_assert(kPfPublishStep + kAhead < kPfChunkSteps, "a chunk is published before its first copies");
+  const int steps = static_cast<int>((tl.ne + kPfNT - 1) / kPfNT);
+  for (int s = 0; s < kAhead; ++s) {
+    if (s < steps) pf_issue<D, true>(a, b.g, slots_s + s * kPfNT, ring + s * L::P::kStageBytes);
+    cp_async_commit();
+  }
+
+  // Every warp runs every wgmma (they are warpgroup-wide); rows of pairs
+  // past np hold zero Q and mask every entry, and are not stored.
+  const int p0 = warp * 16 + gq, p1 = p0 + 8;
+  const int tr0 = p0 < b.np ? p0 / b.hc : 31, tr1 = p1 < b.np ? p1 / b.hc : 31;
+  constexpr int kDimTiles = D / 8;
+  constexpr uint32_t kAtom = 1024;           // SBO: 8 rows of 128 bytes
+  constexpr uint32_t kVCol = kPfNT * 128;    // a tile's atom column (LBO of the MN-major V)
+  // Descriptors are built once and moved by adding 16-byte units to their
+  // start field (bits 0-13; shared addresses stay below 2^18, so no carry):
+  // building each from an address cost 12 uniform instructions per wgmma, a
+  // third of a step's instructions (ncu).
+  const uint64_t q_desc = sm90::sw128_desc(q_base, 16, kAtom);
+  const uint64_t k_desc0 = sm90::sw128_desc(ring, 16, kAtom);
+  const uint64_t v_desc0 = sm90::sw128_desc(ring + L::P::kTileBytes, kVCol, kAtom);
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+  float acc[kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
+  uint32_t p_prev[4] = {};  // step t - 1's P, the A operand of its PV
+  // O += P V of step u (P in p_prev), dims 64nb.. from atom column nb of its V tile, read MN-major.
+  auto issue_pv = [&](int u) {
+    const uint64_t vd = v_desc0 + ((u % kPfStages) * L::P::kStageBytes >> 4);
+#pragma unroll
+    for (int nb = 0; nb < D / 64; ++nb)
+      sm90::wgmma_m64n64k16_rs_mn(*reinterpret_cast<float(*)[8][4]>(&acc[8 * nb]), p_prev, vd + (nb * kVCol >> 4));
+    sm90::wgmma_commit();
+  };
+
+  // Step t: S = Q K^T of step t, then the PV of step t - 1, both in flight
+  // while this step's softmax waits only for S; the rescale of O by step
+  // t's alphas waits for that PV. So the tensor cores run step t - 1's PV
+  // under step t's softmax (one warpgroup has nothing else to overlap).
+  for (int t = 0; t < steps; ++t) {
+    cp_async_wait<kAhead - 1>();
+    sm90::fence_proxy_async_smem();  // the copies' bytes, for the wgmmas' async reads
+    __syncthreads();  // every thread's copies of step t have landed; step t - 2's wgmmas are done
+    pf_next_chunk(pa, tl, t, meta, slots_s, masks_s);
+    const int next = t + kAhead;
+    if (next < steps)
+      pf_issue<D, true>(a, b.g, pf_step_slots(slots_s, next), ring + (next % kPfStages) * L::P::kStageBytes);
+    cp_async_commit();
+    const uint64_t kd = k_desc0 + ((t % kPfStages) * L::P::kStageBytes >> 4);
+    float s[kPfTiles * 4];
+#pragma unroll
+    for (int e = 0; e < kPfTiles * 4; ++e) s[e] = 0.0f;
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < D / 16; ++k) {  // k16 slice k: atom column k / 4, 32 bytes per slice within it
+      const uint32_t in_atom = (k % 4) * 32;
+      sm90::wgmma_m64n16k16_ss(s, q_desc + (((k / 4) * kAttentionPrefillMaxPairs * 128 + in_atom) >> 4),
+                               kd + (((k / 4) * kVCol + in_atom) >> 4));
+    }
+    sm90::wgmma_commit();
+    if (t > 0) {
+      issue_pv(t - 1);
+      sm90::wgmma_wait<1>();  // S (committed first) is done; the PV may still run
+    } else {
+      sm90::wgmma_wait<0>();
+    }
+    float s4[kPfTiles][4];
+#pragma unroll
+    for (int n = 0; n < kPfTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[n][e] = s[4 * n + e] * a.k_scale;
+    float r0[2 * kPfTiles], r1[2 * kPfTiles];
+    const PfAlpha al = pf_softmax(a, s4, pf_step_masks(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
+    sm90::wgmma_wait<0>();  // step t - 1's PV has added into O
+    if (t > 0 && __any_sync(0xffffffffu, al.a0 != 1.0f || al.a1 != 1.0f)) {
+#pragma unroll
+      for (int i = 0; i < kDimTiles; ++i) {
+        acc[i][0] *= al.a0;
+        acc[i][1] *= al.a0;
+        acc[i][2] *= al.a1;
+        acc[i][3] *= al.a1;
+      }
+    }
+    static_assert(kPfNT == 16, "one k16 slice of P per step");
+    p_prev[0] = p_bf16x2(r0[0], r0[1]);
+    p_prev[1] = p_bf16x2(r1[0], r1[1]);
+    p_prev[2] = p_bf16x2(r0[2], r0[3]);
+    p_prev[3] = p_bf16x2(r1[2], r1[3]);
+  }
+  if (steps > 0) {
+    sm90::wgmma_fence();
+    issue_pv(steps - 1);
+    sm90::wgmma_wait<0>();
+  }
+  cp_async_wait<0>();
+  if (warp * 16 >= b.np) return;
+  pf_store<D>(pa, tl, b, acc, l0, l1, [&](int pair) { return a.q + b.pair_offset(a, pair, D); });
+#else
+  __trap();  // launched only where this pass had wgmma (wgmma_prefill_supported)
+#endif
+}
+
+template <class Kernel>
+void launch_prefill_kernel(Kernel kernel, const PrefillArgs& pa, int64_t num_tiles, int shared_bytes,
+                           hipStream_t stream) {
+  resident_blocks(reinterpret_cast<const void*>(kernel), kPfBlock, shared_bytes);
+  LaunchShape shape;
+  shape.grid = dim3(static_cast<unsigned>(num_tiles), static_cast<unsigned>(pa.k.kv_heads * pa.k.head_chunks));
+  shape.block = dim3(kPfBlock);
+  shape.shared_bytes = shared_bytes;
+  launch_dependent(kernel, shape, stream, pa);
+}
+
+template <int D>
+void launch_prefill_typed(const PrefillArgs& pa, int64_t num_tiles, bool wgmma, hipStream_t stream) {
+  if (wgmma) return launch_prefill_kernel(wgmma_prefill_kernel<D>, pa, num_tiles, WgSmem<D>::kBytes, stream);
+  launch_prefill_kernel(mma_prefill_kernel<D>, pa, num_tiles, PfSmem<D>::kBytes, stream);
+}
+
+}  // namespace
+
+bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
+  const bool slots_fit = a.num_pages * static_cast<int64_t>(a.page_size) <= INT32_MAX;
+  return !fp8 && (head_dim == 64 || head_dim == 128 || head_dim == 256) && a.round_p && slots_fit &&
+         is_aligned(a.q, 16) && is_aligned(a.k_cache, 16) && is_aligned(a.v_cache, 16);
+}
+
+bool wgmma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
+#if defined(QSA_CUDA_SM90A)
+  const DeviceLimits& d = device_limits();
+  return d.major == 9 && d.minor == 0 && mma_prefill_supported(a, head_dim, fp8);
+#else
+  (void)a, (void)head_dim, (void)fp8;
+  return false;
+#endif
+}
+
+void launch_mma_prefill(const PrefillArgs& pa, int64_t num_tiles, int head_dim, bool wgmma, hipStream_t stream) {
+  switch (head_dim) {
+    case 64: return launch_prefill_typed<64>(pa, num_tiles, wgmma, stream);
+    case 128: return launch_prefill_typed<128>(pa, num_tiles, wgmma, stream);
+    case 256: return launch_prefill_typed<256>(pa, num_tiles, wgmma, stream);
+    default: throw ConfigError("gpu attention: head_dim " + std::to_string(head_dim) + " has no tensor-core kernel");
+  }
+}
+
+#else  // AMD: the portable kernel only
+
+bool mma_prefill_supported(const KernelArgs&, int, bool) { return false; }
+bool wgmma_prefill_supported(const KernelArgs&, int, bool) { return false; }
+void launch_mma_prefill(const PrefillArgs&, int64_t, int, bool, hipStream_t) {
+  throw ConfigError("gpu attention: the tensor-core prefill kernel exists only in CUDA builds");
+}
+
+#endif
+
+}  // namespace qsa::gpu::attn
