@@ -267,13 +267,15 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
 AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path) {
   if (p.p_rounding != PRounding::kBf16Normalized) {
-    // Measured on the H200 (docs/performance.md, sixteenth pass), 8K-row
-    // prefill chunk: the tensor-core decode kernel, one row at a time, takes
-    // 5.3 ms whatever the rows select; the tensor-core union-tile kernel of
-    // the prefill path 12.9 ms when rows select independently and 4.2 ms when
-    // neighbours share 95% of their blocks. The plan does not say how much
-    // they share, so kAuto keeps the decode kernel.
-    if (path == AttentionPath::kAuto && tensor_core_attention_available(p)) return AttentionPath::kDecode;
+    // The tensor-core decode kernel takes the same time whatever the rows
+    // share; the union kernels' time falls with the plan's reuse
+    // (kAttentionPrefillMinReuse says where they win).
+    if (path == AttentionPath::kAuto && tensor_core_attention_available(p)) {
+      const bool reuse = args.prefill_num_entries > 0 &&
+                         static_cast<double>(args.prefill_row_ids) >=
+                             kAttentionPrefillMinReuse * static_cast<double>(args.prefill_num_entries);
+      return reuse ? resolve_attention_path(dims, args, path) : AttentionPath::kDecode;
+    }
     return resolve_attention_path(dims, args, path);
   }
   if (is_prefill_path(path))

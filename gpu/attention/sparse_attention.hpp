@@ -77,6 +77,7 @@ struct SparseAttentionArgs {
   int64_t prefill_num_tiles = 0;            // plan.num_tiles()
   int64_t prefill_num_entries = 0;          // plan.num_entries()
   int prefill_rows_per_tile = 0;            // plan.rows_per_tile
+  int64_t prefill_row_ids = 0;              // plan.row_ids: kAuto's measure of reuse (0: unknown, decode)
 };
 
 // The path launch_sparse_attention runs for `path` and these args (kAuto as

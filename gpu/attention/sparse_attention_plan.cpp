@@ -44,6 +44,7 @@ void append_union(std::vector<std::pair<int32_t, int>>& tagged, SparseAttentionP
         if (count[static_cast<size_t>(r)] > k) mask |= 1u << r;
       plan.ids.push_back(id);
       plan.masks.push_back(mask);
+      plan.row_ids += __builtin_popcount(mask);
     }
   }
 }

@@ -55,7 +55,10 @@ namespace qsa::gpu {
 // row a tile loads serves about that many rows, against the split-K
 // parallelism the decode kernel has for a few long rows. Without a plan, or
 // for decode batches (one row per request: one row per tile), the decode
-// kernel. The threshold is a reasoned default, not yet tuned on a GPU.
+// kernel. The threshold is a reasoned default, not yet tuned on a GPU. With
+// the params (resolve_attention_path(p, ...)), where the decode kernel is
+// the tensor-core one, kAuto also needs the plan's reuse
+// (kAttentionPrefillMinReuse).
 // kDecode runs the best decode kernel the build has (the tensor-core one of
 // sparse_attention_mma.hpp where it applies); kDecodePortable forces the
 // portable decode kernel, so that tests can hold the two against each other.
@@ -70,6 +73,19 @@ constexpr bool is_prefill_path(AttentionPath p) {
   return p == AttentionPath::kPrefill || p == AttentionPath::kPrefillMmaSync;
 }
 inline constexpr int64_t kAttentionPrefillMinRowsPerTile = 4;
+
+// With the params, on a build whose decode kernel is the tensor-core one,
+// kAuto takes the prefill path only where the plan's rows share their
+// selections: at least kAttentionPrefillMinReuse attended (row, id) pairs
+// per entry the tiles load (plan.row_ids / plan.num_entries(), passed as
+// SparseAttentionArgs::prefill_row_ids). Measured on the H200 at the model's
+// shape, 8K-row chunk at 32K context (docs/performance.md, seventeenth
+// pass): the decode kernel takes 5.3 ms whatever the rows share; the union
+// kernels 9.4 ms (Hopper) and 12.7 ms (sm_80) at reuse ~1.1 (independent
+// rows), 3.7 and 4.7 ms at ~3.6 (neighbours sharing 90% of their blocks).
+// 3 keeps the decode kernel wherever either union kernel was not measured
+// faster.
+inline constexpr double kAttentionPrefillMinReuse = 3.0;
 
 // Limits of the prefill kernel: rows per tile (one mask bit each), (row,
 // head) pairs per block (shared memory: the pairs' bf16 queries; registers:
@@ -95,6 +111,7 @@ struct SparseAttentionPrefillPlan {
   std::vector<int32_t> tiles;     // [num_tiles, 4]: first row, rows, first entry, entries
   std::vector<int32_t> ids;       // [num_entries] request-relative token ids, ascending per tile
   std::vector<uint32_t> masks;    // [num_entries] bit r: row (first row + r) attends this entry
+  int64_t row_ids = 0;            // (row, entry) pairs attended: the masks' set bits, summed
   int64_t num_tiles() const { return static_cast<int64_t>(tiles.size() / 4); }
   int64_t num_entries() const { return static_cast<int64_t>(ids.size()); }
 };

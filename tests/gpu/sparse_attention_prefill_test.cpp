@@ -176,8 +176,9 @@ INSTANTIATE_TEST_SUITE_P(Special, GpuSparseAttentionPrefill, testing::ValuesIn(s
 
 // kAuto on a prefill step with a plan: by shape alone it is the prefill
 // path; with the params, the tensor-core decode kernel wins wherever the
-// build has it for them (CUDA, bf16-unnormalised P). Either way kAuto gives
-// the resolved path's result, bit for bit.
+// build has it for them (CUDA, bf16-unnormalised P) unless the plan's reuse
+// reaches kAttentionPrefillMinReuse. Either way kAuto gives the resolved
+// path's result, bit for bit.
 TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
   for (const PrecisionProfile profile : {PrecisionProfile::kEngine, PrecisionProfile::kExact}) {
     PrefillAttnSpec s = spec(128, 2, 4, 64, 4, 16, {64, 40});
@@ -189,16 +190,49 @@ TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
     gpu::SparseAttentionArgs with_plan;
     with_plan.prefill_tiles = plan.tiles.data();  // only compared with null here
     with_plan.prefill_num_tiles = plan.num_tiles();
+    with_plan.prefill_num_entries = plan.num_entries();
+    with_plan.prefill_row_ids = plan.row_ids;
     const gpu::SparseAttentionDims dims = gpu_test::validate_case(c);
     ASSERT_EQ(gpu::resolve_attention_path(dims, with_plan, AttentionPath::kAuto), AttentionPath::kPrefill);
     const AttentionPath resolved = gpu::resolve_attention_path(c.params, dims, with_plan, AttentionPath::kAuto);
-    EXPECT_EQ(resolved, gpu::tensor_core_attention_available(c.params) ? AttentionPath::kDecode
-                                                                        : AttentionPath::kPrefill);
+    const double reuse_ratio = static_cast<double>(plan.row_ids) / static_cast<double>(plan.num_entries());
+    const bool reuse = reuse_ratio >= gpu::kAttentionPrefillMinReuse;
+    EXPECT_EQ(resolved, !gpu::tensor_core_attention_available(c.params) || reuse ? AttentionPath::kPrefill
+                                                                                  : AttentionPath::kDecode)
+        << "reuse " << reuse_ratio;
     const gpu_test::GpuOutputs autos = gpu_test::run_gpu_path(c, AttentionPath::kAuto, &plan);
     const gpu_test::GpuOutputs chosen = gpu_test::run_gpu_path(c, resolved, &plan);
     EXPECT_TRUE(autos.attn == chosen.attn && autos.gated == chosen.gated);
     gpu_test::expect_matches_reference(c, autos);
   }
+}
+
+// Where the tensor-core decode kernel exists, kAuto takes the prefill path
+// exactly when the plan's rows attend at least kAttentionPrefillMinReuse
+// ids per entry its tiles load (host logic: no launch).
+TEST(GpuSparseAttentionPrefillPath, AutoTakesPrefillOnlyWhereThePlanSharesEnough) {
+  AttentionParams p;
+  p.kv_heads = 2;
+  p.heads = 24;
+  p.head_dim = 256;
+  p.page_size = 1600;
+  if (!gpu::tensor_core_attention_available(p)) GTEST_SKIP() << "no tensor-core decode kernel in this build";
+  gpu::SparseAttentionDims dims;
+  dims.num_tokens = 100;
+  gpu::SparseAttentionArgs a;
+  int32_t tile[4] = {};
+  a.prefill_tiles = tile;  // only compared with null here
+  a.prefill_num_tiles = 20;  // 5 rows per tile
+  a.prefill_num_entries = 1000;
+  const double need = gpu::kAttentionPrefillMinReuse * 1000;
+  for (const int64_t ids : {int64_t{0}, static_cast<int64_t>(need) - 1, static_cast<int64_t>(need), int64_t{5000}}) {
+    a.prefill_row_ids = ids;
+    EXPECT_EQ(gpu::resolve_attention_path(p, dims, a, AttentionPath::kAuto),
+              static_cast<double>(ids) >= need ? AttentionPath::kPrefill : AttentionPath::kDecode)
+        << ids << " row ids over 1000 entries";
+  }
+  a.prefill_num_tiles = 30;  // fewer than kAttentionPrefillMinRowsPerTile rows per tile: decode whatever the reuse
+  EXPECT_EQ(gpu::resolve_attention_path(p, dims, a, AttentionPath::kAuto), AttentionPath::kDecode);
 }
 
 // On a compute capability 9.0 device with sm_90a code (the H200 build),
@@ -375,6 +409,7 @@ TEST(GpuSparseAttentionPrefillPlan, TilesHoldTheMultisetUnionOfTheirRows) {
   EXPECT_EQ(plan.ids, (std::vector<int32_t>{0, 0, 0, 3, 3, 9, 11, 1, 1, 8, 8, 0, 0, 0, 5, 5}));
   EXPECT_EQ(plan.masks, (std::vector<uint32_t>{0b100, 0b100, 0b100, 0b011, 0b001, 0b011, 0b100, 1, 1, 1, 1, 0b11,
                                                0b10, 0b10, 0b01, 0b01}));
+  EXPECT_EQ(plan.row_ids, 19);  // the masks' bits: 9 + 4 + 6
 }
 
 TEST(GpuSparseAttentionPrefillPlan, LauncherRejectsAMissingOrForeignPlan) {

@@ -118,6 +118,7 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
     a.prefill_num_tiles = plan->num_tiles();
     a.prefill_num_entries = plan->num_entries();
     a.prefill_rows_per_tile = plan->rows_per_tile;
+    a.prefill_row_ids = plan->row_ids;
   }
   gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
   QSA_GPU_CHECK(hipDeviceSynchronize());
