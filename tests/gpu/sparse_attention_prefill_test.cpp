@@ -216,6 +216,7 @@ TEST(GpuSparseAttentionPrefillPath, AutoTakesPrefillOnlyWhereThePlanSharesEnough
   p.heads = 24;
   p.head_dim = 256;
   p.page_size = 1600;
+  p.p_rounding = PRounding::kBf16Unnormalized;  // the engines' P, the tensor-core kernels'
   if (!gpu::tensor_core_attention_available(p)) GTEST_SKIP() << "no tensor-core decode kernel in this build";
   gpu::SparseAttentionDims dims;
   dims.num_tokens = 100;
