@@ -5,7 +5,8 @@
 # compute-sanitizer memcheck and racecheck. Logs, the gtest XML and an
 # environment record go under $OUT when it is set (else build/cuda/gpu-check);
 # a summary table is printed last. Exit status 0 only when every step passed;
-# GPU tests that did not run (no GPU: exit 77) are reported as NOT RUN.
+# GPU tests that did not run (no GPU: exit 77) are reported as NOT RUN, and so
+# are gtests that skipped themselves (GTEST_SKIP), named in gtest-counts.txt.
 #
 # Usage: [QSA_COMMIT=sha] scripts/gpu-check.sh [--sanitize] [--filter GTEST_FILTER] [--jobs N]
 #   --filter applies to the sanitizer runs only (they are slow); ctest always
@@ -85,6 +86,17 @@ if step configure cmake --preset cuda -DQSA_BUILD_TESTS=ON &&
   if [[ -f $logdir/qsa_gpu_tests.xml ]]; then  # gtest's own counts, for docs/gpu-validation.md
     grep -m1 -o 'tests="[0-9]*" failures="[0-9]*" disabled="[0-9]*" errors="[0-9]*" time="[^"]*"' \
       "$logdir/qsa_gpu_tests.xml" | sed 's/^/qsa_gpu_tests: /' | tee "$logdir/gtest-counts.txt"
+    # GTEST_SKIP passes in ctest's eyes: name every skipped test, and mark
+    # the GPU tests NOT RUN when any was skipped, so that none counts as passed.
+    skipped=$(grep -o '<testcase name="[^"]*"[^>]*result="skipped"[^>]*classname="[^"]*"' "$logdir/qsa_gpu_tests.xml" |
+      sed 's/<testcase name="\([^"]*\)".*classname="\([^"]*\)"/\2.\1/')
+    if [[ -n $skipped ]]; then
+      echo "skipped (NOT RUN): $(echo "$skipped" | tr '\n' ' ')" | tee -a "$logdir/gtest-counts.txt"
+      names+=("gtest-skipped")
+      results+=("NOT RUN")
+      seconds+=(0)
+      overall=1
+    fi
   fi
   # The GPU step driver on the bundled traces: against the reference stage by
   # stage (both) and against the recordings (hip; the transformers-recorded
