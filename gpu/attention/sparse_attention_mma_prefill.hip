@@ -327,6 +327,20 @@ __device__ inline PfAlpha pf_softmax(const KernelArgs& a, float (&s4)[kPfTiles][
   return {softmax_row(r0, m0, l0), softmax_row(r1, m1, l1)};
 }
 
+// O's rows scaled by their alphas (rows gq: a0, gq + 8: a1), skipped by a
+// warp none of whose rows' max moved (the lazy max makes that the rule).
+template <int D>
+__device__ inline void pf_rescale(float (&acc)[D / 8][4], PfAlpha al) {
+  if (!__any_sync(0xffffffffu, al.a0 != 1.0f || al.a1 != 1.0f)) return;
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) {
+    acc[i][0] *= al.a0;
+    acc[i][1] *= al.a0;
+    acc[i][2] *= al.a1;
+    acc[i][3] *= al.a1;
+  }
+}
+
 // The end of a block: each warp owns whole pairs (rows gq and gq + 8 of
 // its m16 tile, pairs p0 = 16 warp + gq and p0 + 8), so no merge. A pair
 // whose output is not finite is recomputed exactly (pf_exact_pair, Q row
@@ -443,15 +457,7 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
     }
     float r0[2 * kPfTiles], r1[2 * kPfTiles];
     const PfAlpha al = pf_softmax(a, s4, pf_step_masks(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
-    if (t > 0 && __any_sync(0xffffffffu, al.a0 != 1.0f || al.a1 != 1.0f)) {
-#pragma unroll
-      for (int i = 0; i < kDimTiles; ++i) {
-        acc[i][0] *= al.a0;
-        acc[i][1] *= al.a0;
-        acc[i][2] *= al.a1;
-        acc[i][3] *= al.a1;
-      }
-    }
+    if (t > 0) pf_rescale<D>(acc, al);
 #pragma unroll
     for (int n = 0; n < kPfTiles; ++n) {
       const uint32_t vt = kt + L::kTileBytes + n * 8 * L::kRowBytes;
@@ -602,15 +608,7 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
     float r0[2 * kPfTiles], r1[2 * kPfTiles];
     const PfAlpha al = pf_softmax(a, s4, pf_step_masks(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
     sm90::wgmma_wait<0>();  // step t - 1's PV has added into O
-    if (t > 0 && __any_sync(0xffffffffu, al.a0 != 1.0f || al.a1 != 1.0f)) {
-#pragma unroll
-      for (int i = 0; i < kDimTiles; ++i) {
-        acc[i][0] *= al.a0;
-        acc[i][1] *= al.a0;
-        acc[i][2] *= al.a1;
-        acc[i][3] *= al.a1;
-      }
-    }
+    if (t > 0) pf_rescale<D>(acc, al);
     static_assert(kPfNT == 16, "one k16 slice of P per step");
     p_prev[0] = p_bf16x2(r0[0], r0[1]);
     p_prev[1] = p_bf16x2(r1[0], r1[1]);
