@@ -283,6 +283,29 @@ __device__ inline void pf_next_chunk(const PrefillArgs& pa, const PfTile& tl, in
   }
 }
 
+// The pairs' Q rows into shared memory (pairs past np zero-filled), in a
+// commit group of their own ahead of the ring's; dst(pair, c) is the
+// shared address of elements c..c+7 of the pair's row in the kernel's layout.
+template <int D, class Dst>
+__device__ void pf_load_q(const KernelArgs& a, const PfBlock& b, Dst dst) {
+  for (int i = static_cast<int>(threadIdx.x); i < kAttentionPrefillMaxPairs * (D / 8); i += kPfBlock) {
+    const int pair = i / (D / 8), c = (i % (D / 8)) * 8;
+    const bool valid = pair < b.np;
+    const uint16_t* src = valid ? a.q + b.pair_offset(a, pair, D) + c : a.q;
+    cp_async16(dst(pair, c), src, valid);
+  }
+  cp_async_commit();
+}
+
+// Chunk 0's slots and masks, resolved and published to the block.
+__device__ inline void pf_first_chunk(const PrefillArgs& pa, const PfTile& tl, PfMeta& meta, int32_t* slots_s,
+                                      uint32_t* masks_s) {
+  pf_load_ids(pa, tl, 0, meta);
+  pf_load_pages(pa.k, tl, meta);
+  pf_publish(pa.k, tl, 0, meta, slots_s, masks_s);
+  __syncthreads();
+}
+
 // Step t's slots in the two chunk buffers.
 __device__ inline const int32_t* pf_step_slots(const int32_t* slots_s, int t) {
   return slots_s + ((t / kPfChunkSteps) & 1) * kPfChunk + (t % kPfChunkSteps) * kPfNT;
@@ -399,21 +422,10 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
   uint32_t* masks_s = reinterpret_cast<uint32_t*>(smem + L::kMasks);
   const uint32_t ring = smem_addr(smem + L::kRing);
 
-  // Q, in a commit group of its own ahead of the ring's.
-  for (int i = tid; i < kAttentionPrefillMaxPairs * (D / 8); i += kPfBlock) {
-    const int pair = i / (D / 8), c = (i % (D / 8)) * 8;
-    const bool valid = pair < b.np;
-    const uint16_t* src = valid ? a.q + b.pair_offset(a, pair, D) + c : a.q;
-    cp_async16(smem_addr(q_s + pair * L::kPitch + c), src, valid);
-  }
-  cp_async_commit();
-
+  pf_load_q<D>(a, b, [&](int pair, int c) { return smem_addr(q_s + pair * L::kPitch + c); });
   // Chunk 0's slots and masks, then the ring's first kPfStages - 1 steps.
   PfMeta meta;
-  pf_load_ids(pa, tl, 0, meta);
-  pf_load_pages(a, tl, meta);
-  pf_publish(a, tl, 0, meta, slots_s, masks_s);
-  __syncthreads();
+  pf_first_chunk(pa, tl, meta, slots_s, masks_s);
   const int steps = static_cast<int>((tl.ne + kPfNT - 1) / kPfNT);
   for (int s = 0; s < kPfStages - 1; ++s) {
     if (s < steps) pf_issue<D>(a, b.g, slots_s + s * kPfNT, ring + s * L::kStageBytes);
@@ -516,18 +528,9 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
   uint32_t* masks_s = reinterpret_cast<uint32_t*>(smem + L::kMasks);
   const uint32_t ring = smem_addr(smem + L::kRing);
 
-  for (int i = tid; i < kAttentionPrefillMaxPairs * (D / 8); i += kPfBlock) {
-    const int pair = i / (D / 8), c = (i % (D / 8)) * 8;
-    const bool valid = pair < b.np;
-    const uint16_t* src = valid ? a.q + b.pair_offset(a, pair, D) + c : a.q;
-    cp_async16(q_base + sm90::sw128_offset(kAttentionPrefillMaxPairs, pair, c), src, valid);
-  }
-  cp_async_commit();
+  pf_load_q<D>(a, b, [&](int pair, int c) { return q_base + sm90::sw128_offset(kAttentionPrefillMaxPairs, pair, c); });
   PfMeta meta;
-  pf_load_ids(pa, tl, 0, meta);
-  pf_load_pages(a, tl, meta);
-  pf_publish(a, tl, 0, meta, slots_s, masks_s);
-  __syncthreads();
+  pf_first_chunk(pa, tl, meta, slots_s, masks_s);
   // Copies run kAhead steps ahead, one fewer than the mma.sync kernel's:
   // step t's PV reads its stage during step t + 1 (below), so the copies
   // issued in step t + 1 must go to a stage neither step t nor t + 1 reads.
