@@ -395,7 +395,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
       attn::launch_mma_prefill(pa, args.prefill_num_tiles, p.head_dim, wgmma, stream);
       return;
     }
-    attn::launch_prefill(pa, shape, args.prefill_num_tiles, p.head_dim, kv.dtype == KvDtype::kFp8, stream);
+    attn::launch_prefill(pa, shape, args.prefill_num_tiles, p.head_dim, fp8, stream);
     return;
   }
   const bool fp8 = kv.dtype == KvDtype::kFp8;

@@ -2,10 +2,12 @@
 // host-built plan it reads, and the path switch. Host code only (no GPU
 // runtime header), like sparse_attention_validate.hpp.
 //
-// Two kernels read the plan. On NVIDIA, for a bf16 cache with P rounded to
-// bf16 (the engines' case), the tensor-core prefill kernel
+// Three kernels read the plan. On NVIDIA, for a bf16 cache with P rounded
+// to bf16 (the engines' case), a tensor-core prefill kernel
 // (sparse_attention_mma.hpp: the tile's (row, head) pairs as m16 tiles, the
-// decode kernel's numerics per pair). Everywhere else the portable one:
+// decode kernel's numerics per pair), in its Hopper (wgmma) version where
+// the build and device have it, else its sm_80 one. Everywhere else the
+// portable one:
 //
 // Prefill kernel (sparse_attention_prefill.hip): one thread block per (tile,
 // KV group g, chunk of the group's query heads). A tile is up to `rows`
