@@ -338,10 +338,11 @@ inline double gpu_projection_tol(int n, double abs_sum) {
 //
 // fp32 RMSNorm relative to the element: the n-term sum of squares errs
 // gpu_fp32_sum_rel(n) (positive terms, statistical), halved by the square
-// root; / n, + eps, sqrtf, the division, 1 + w, the product and an fp32 input
-// (a pooled mean the exact profile keeps unrounded: 2 u32 through x and the
-// rms) add a few u32 each: 8 u32 in all.
-inline double gpu_prepare_norm_rel(int n) { return 0.5 * gpu_fp32_sum_rel(n) + 8.0 * kGpuFp32Unit; }
+// root; / n and + eps (1 u32 each), rsqrtf (<= 2 ulps on CUDA, less on HIP:
+// 4 u32), the two products x · rsqrt · (1 + w) and 1 + w (1 u32 each) and an
+// fp32 input (a pooled mean the exact profile keeps unrounded: 2 u32 through
+// x and the rms): 11 u32 in all, rounded up to 12.
+inline double gpu_prepare_norm_rel(int n) { return 0.5 * gpu_fp32_sum_rel(n) + 12.0 * kGpuFp32Unit; }
 
 // Unit roundoffs u (half an ulp, relative) of the stores, and fp8's half
 // subnormal spacing (2^-9 apart in e4m3fn, 2^-10 in e4m3fnuz).

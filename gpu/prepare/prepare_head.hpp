@@ -285,18 +285,23 @@ __device__ void pooled_row(int dim, const RopeArgs& rope, int r, bool round_pool
 }
 
 // Gemma RMSNorm of the group's row x in place, weights w, in fp32 as engines
-// do: the sum of squares over the lane's slots, the butterfly, sqrtf,
-// x / rms * (1 + w), optional bf16. (Any summation order is inside the fp32
-// bound of tests/tolerances.hpp.)
+// do: the sum of squares over the lane's slots, the butterfly, rsqrtf,
+// x * rsqrt * (1 + w), optional bf16. (Any summation order is inside the fp32
+// bound of tests/tolerances.hpp.) One rsqrtf per lane, not a division per
+// slot: an IEEE division is a reciprocal, three fmas and a branch to its
+// slow path, and the branches kept a task's eight divisions from
+// overlapping; they were 15% of a main head task's instructions
+// (docs/performance.md, eighteenth pass). rsqrtf is what the engines' fp32
+// norm calls (torch.rsqrt); its <= 2 ulps are in the bound.
 template <class S>
 __device__ void norm_row(int dim, const NormArgs& n, const RopeArgs& r, const Row<S>& w, Row<S>& x) {
   float sq = 0.0f;
 #pragma unroll
   for (int s = 0; s < S::kSlots; ++s) sq += x.v[s] * x.v[s];  // absent slots add 0
-  const float rms = sqrtf(group_sum(sq) / static_cast<float>(dim_of<S>(dim)) + n.eps);
+  const float inv_rms = rsqrtf(group_sum(sq) / static_cast<float>(dim_of<S>(dim)) + n.eps);
 #pragma unroll
   for (int s = 0; s < S::kSlots; ++s) {
-    if (slot_present<S>(r, dim, s)) x.v[s] = x.v[s] / rms * (1.0f + w.v[s]);  // skips absent slots
+    if (slot_present<S>(r, dim, s)) x.v[s] = x.v[s] * inv_rms * (1.0f + w.v[s]);  // skips absent slots
   }
   if (!n.round) return;
 #pragma unroll
