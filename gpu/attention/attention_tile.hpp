@@ -253,12 +253,19 @@ __device__ void reduce_lanes(int nh, float (&acc)[MAXH][kVec], float* red_s) {
 // store_gated takes the gate's bits from the caller, which lets a caller
 // load a batch of gates before its first store: the compiler cannot move a
 // gate load above a store to attn or gated, which might alias it.
-__device__ inline void store_gated(const KernelArgs& a, int64_t idx, float value, uint16_t gate_bits) {
-  const float out = a.round_output ? round_bf16(value) : value;
-  a.attn[idx] = out;
+// attn_value: what A stores; gated_bits: bf16(A * sigmoid(gate)) from it.
+__device__ inline float attn_value(const KernelArgs& a, float value) {
+  return a.round_output ? round_bf16(value) : value;
+}
+__device__ inline uint16_t gated_bits(const KernelArgs& a, float out, uint16_t gate_bits) {
   float sig = 1.0f / (1.0f + expf(-bf16_to_float(gate_bits)));
   if (a.round_sigmoid) sig = round_bf16(sig);
-  a.gated[idx] = float_to_bf16_bits(out * sig);
+  return float_to_bf16_bits(out * sig);
+}
+__device__ inline void store_gated(const KernelArgs& a, int64_t idx, float value, uint16_t gate_bits) {
+  const float out = attn_value(a, value);
+  a.attn[idx] = out;
+  a.gated[idx] = gated_bits(a, out, gate_bits);
 }
 
 // The same with the gate read here.

@@ -84,6 +84,8 @@ struct PfSmem {
   static constexpr int kMasks = kSlots + 2 * kPfChunk * 4;         // [2][kPfChunk] uint32, bit r: tile row r attends
   static constexpr int kBytes = kMasks + 2 * kPfChunk * 4;
   static_assert(kRowBytes == Smem<D, uint16_t>::kKPitch, "the decode kernel's bf16 row layout");
+  static_assert(kPfStages * kStageBytes == kAttentionPrefillMaxPairs * D * 4 && kBytes - kSlots >= 4 * kAttentionPrefillMaxPairs,
+                "pf_store stages the outputs in the ring and their l in the slots after it");
   static_assert(kRing % 128 == 0 && kRowBytes % 128 == 0 && kStageBytes % 128 == 0,
                 "swizzled rows start on 128-byte boundaries");
 };
@@ -364,42 +366,79 @@ __device__ inline void pf_rescale(float (&acc)[D / 8][4], PfAlpha al) {
   }
 }
 
-// The end of a block: each warp owns whole pairs (rows gq and gq + 8 of
-// its m16 tile, pairs p0 = 16 warp + gq and p0 + 8), so no merge. A pair
-// whose output is not finite is recomputed exactly (pf_exact_pair, Q row
-// q_row(pair)) instead of stored from here.
+// kN adjacent elements of an output row as one vector access.
+template <class T, int kN>
+struct alignas(sizeof(T) * kN < 16 ? sizeof(T) * kN : 16) PfVec {
+  T v[kN];
+};
+
+// The end of a block, in two phases through shared memory:
+//  1. every warp writes its accumulators (rows gq and gq + 8 of its m16
+//     tile: pairs p0 = 16 warp + gq and p0 + 8) and their l to `stage`, the
+//     ring, free once every step is done: [64 pairs][D] fp32, the 8-float
+//     chunk c of pair p at chunk c ^ (p & 7), so the fragments' stores hit
+//     32 different banks, then l per pair;
+//  2. every warp takes whole pairs (warp, warp + 4, ...), and its lanes own
+//     D / 32 adjacent dims of the pair's output row: the gate loads and the
+//     A and gated stores are contiguous vectors, and the body is a loop over
+//     pairs.
+// Why: stored straight from the fragments (two elements per lane at a time,
+// each with a gate load the compiler could not hoist above the previous
+// element's stores, which might alias it) the epilogue unrolled to ~9,600
+// instructions per warp and drew a third of the Hopper kernel's stall samples
+// at share 0.99, waiting on instruction fetch and on those loads (ncu,
+// docs/performance.md, eighteenth pass). The arithmetic and its order are
+// store_output's (acc · v_scale / l, then store_gated's roundings), so the
+// outputs keep their bits. A pair whose output or l is not finite is
+// recomputed exactly instead (pf_exact_pair, Q row q_row(pair)). The caller
+// has waited for its own copies; the barrier below waits for everyone's
+// reads of the ring.
 template <int D, class QRow>
 __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock& b, const float (&acc)[D / 8][4],
-                         float l0, float l1, QRow q_row) {
+                         float l0, float l1, unsigned char* stage, QRow q_row) {
   const KernelArgs& a = pa.k;
   const int lane = lane32(), warp = static_cast<int>(threadIdx.x) >> 5, gq = lane >> 2, tq = lane & 3;
-  const int p0 = warp * 16 + gq, p1 = p0 + 8;
-  bool bad0 = !isfinite(l0), bad1 = !isfinite(l1);
+  float* o_s = reinterpret_cast<float*>(stage);
+  float* l_s = o_s + kAttentionPrefillMaxPairs * D;
+  const int p0 = warp * 16 + gq, p1 = p0 + 8;  // p0 & 7 == p1 & 7 == gq
+  __syncthreads();
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) {
-    bad0 = bad0 || !isfinite(acc[i][0]) || !isfinite(acc[i][1]);
-    bad1 = bad1 || !isfinite(acc[i][2]) || !isfinite(acc[i][3]);
+    const int col = ((i ^ gq) * 8) + 2 * tq;
+    *reinterpret_cast<float2*>(o_s + p0 * D + col) = make_float2(acc[i][0], acc[i][1]);
+    *reinterpret_cast<float2*>(o_s + p1 * D + col) = make_float2(acc[i][2], acc[i][3]);
   }
-  const uint32_t bad_lanes0 = __ballot_sync(0xffffffffu, bad0), bad_lanes1 = __ballot_sync(0xffffffffu, bad1);
-  const bool skip0 = ((bad_lanes0 >> (4 * gq)) & 0xfu) != 0u, skip1 = ((bad_lanes1 >> (4 * gq)) & 0xfu) != 0u;
-  const int64_t out_p0 = p0 < b.np ? b.pair_offset(a, p0, D) : 0;
-  const int64_t out_p1 = p1 < b.np ? b.pair_offset(a, p1, D) : 0;
+  if (tq == 0) {
+    l_s[p0] = l0;
+    l_s[p1] = l1;
+  }
+  __syncthreads();
+  constexpr int kPer = D / 32;
+  static_assert(kPer <= 8 && 8 % kPer == 0, "a lane's dims lie inside one 8-float chunk");
+  const int j0 = lane * kPer;
+#pragma unroll 1
+  for (int p = warp; p < b.np; p += kPfWarps) {
+    const int64_t row = b.pair_offset(a, p, D);
+    const PfVec<uint16_t, kPer> gate = *reinterpret_cast<const PfVec<uint16_t, kPer>*>(a.gate + row + j0);
+    const float l = l_s[p];
+    const PfVec<float, kPer> x = *reinterpret_cast<const PfVec<float, kPer>*>(o_s + p * D + ((j0 / 8) ^ (p & 7)) * 8 + j0 % 8);
+    bool bad = !isfinite(l);
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const bool first = e < 2;
-      if (first ? (p0 >= b.np || skip0) : (p1 >= b.np || skip1)) continue;
-      const float l = first ? l0 : l1;
-      const float x = acc[i][e] * a.v_scale;
-      store_output(a, (first ? out_p0 : out_p1) + i * 8 + 2 * tq + (e & 1), l > 0.0f ? x / l : 0.0f);
+    for (int k = 0; k < kPer; ++k) bad = bad || !isfinite(x.v[k]);
+    if (__any_sync(0xffffffffu, bad)) {  // (uniform per warp)
+      pf_exact_pair<D>(pa, tl, b.g, p / b.hc, row, q_row(p));
+      continue;
     }
-  if (bad_lanes0 == 0u && bad_lanes1 == 0u) return;
-  for (int q = 0; q < 16; ++q) {  // uniform over the warp
-    const int pair = warp * 16 + q;
-    const uint32_t lanes = q < 8 ? bad_lanes0 >> (4 * q) : bad_lanes1 >> (4 * (q - 8));
-    if (pair >= b.np || (lanes & 0xfu) == 0u) continue;
-    pf_exact_pair<D>(pa, tl, b.g, pair / b.hc, b.pair_offset(a, pair, D), q_row(pair));
+    PfVec<float, kPer> out;
+    PfVec<uint16_t, kPer> gated;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const float v = x.v[k] * a.v_scale;
+      out.v[k] = attn_value(a, l > 0.0f ? v / l : 0.0f);
+      gated.v[k] = gated_bits(a, out.v[k], gate.v[k]);
+    }
+    *reinterpret_cast<PfVec<float, kPer>*>(a.attn + row + j0) = out;
+    *reinterpret_cast<PfVec<uint16_t, kPer>*>(a.gated + row + j0) = gated;
   }
 }
 
@@ -478,8 +517,7 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
-  if (!warp_live) return;
-  pf_store<D>(pa, tl, b, acc, l0, l1, [&](int pair) { return q_s + pair * L::kPitch; });
+  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kRing, [&](int pair) { return q_s + pair * L::kPitch; });
 }
 
 // ---- The Hopper prefill kernel (sm_90a: sparse_attention_mma.hpp) ----
@@ -503,6 +541,8 @@ struct WgSmem {
   static constexpr int kMasks = kSlots + 2 * kPfChunk * 4;
   static constexpr int kUsed = kMasks + 2 * kPfChunk * 4;
   static constexpr int kBytes = kUsed + 1024;  // the atoms need a 1024-byte aligned base: room to align it
+  static_assert(kSlots - kRing == kAttentionPrefillMaxPairs * D * 4 && kUsed - kSlots >= 4 * kAttentionPrefillMaxPairs,
+                "pf_store stages the outputs in the ring and their l in the slots after it");
   static_assert(kRing % 1024 == 0 && P::kTileBytes % 1024 == 0 && (kPfNT * 128) % 1024 == 0,
                 "every atom of Q, K and V starts 1024-byte aligned");
 };
@@ -629,8 +669,7 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
     sm90::wgmma_wait<0>();
   }
   cp_async_wait<0>();
-  if (warp * 16 >= b.np) return;
-  pf_store<D>(pa, tl, b, acc, l0, l1, [&](int pair) { return a.q + b.pair_offset(a, pair, D); });
+  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kRing, [&](int pair) { return a.q + b.pair_offset(a, pair, D); });
 #else
   __trap();  // launched only where this pass had wgmma (wgmma_prefill_supported)
 #endif
@@ -658,7 +697,8 @@ void launch_prefill_typed(const PrefillArgs& pa, int64_t num_tiles, bool wgmma, 
 bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
   const bool slots_fit = a.num_pages * static_cast<int64_t>(a.page_size) <= INT32_MAX;
   return !fp8 && (head_dim == 64 || head_dim == 128 || head_dim == 256) && a.round_p && slots_fit &&
-         is_aligned(a.q, 16) && is_aligned(a.k_cache, 16) && is_aligned(a.v_cache, 16);
+         is_aligned(a.q, 16) && is_aligned(a.k_cache, 16) && is_aligned(a.v_cache, 16) && is_aligned(a.gate, 16) &&
+         is_aligned(a.attn, 16) && is_aligned(a.gated, 16);  // pf_store's vectors
 }
 
 bool wgmma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
