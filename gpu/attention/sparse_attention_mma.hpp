@@ -106,12 +106,15 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 // entries its row does not attend masked to -inf, and stores its pairs
 // (no merge: a warp owns whole pairs). Slots and masks are resolved 256
 // entries at a time, the next chunk's loads spread over the current one's
-// steps. A pair whose output is not finite is recomputed exactly, one warp
-// per pair: P = 0 times an inf or NaN in a V row its row does not attend
-// (but another row of the tile does) would otherwise reach it, and the
-// reference lets a row see only the ids it attends.
+// steps. The outputs leave through shared memory (the ring, after the last
+// step), a warp per pair row at a time, as vectors. A pair whose output is
+// not finite is recomputed exactly, one warp per pair: P = 0 times an inf
+// or NaN in a V row its row does not attend (but another row of the tile
+// does) would otherwise reach it, and the reference lets a row see only the
+// ids it attends.
 // Supported: a CUDA build, a bf16 cache, head_dim in {64, 128, 256},
-// a.round_p, slots that fit in int32, 16-byte aligned q, k_cache, v_cache.
+// a.round_p, slots that fit in int32, 16-byte aligned q, k_cache, v_cache,
+// gate, attn and gated.
 bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
 // The Hopper version of the same kernel (sm_90a): the block is one
 // warpgroup, and its two matrix products per step are warpgroup mmas
