@@ -338,8 +338,8 @@ inline double gpu_projection_tol(int n, double abs_sum) {
 //
 // fp32 RMSNorm relative to the element: the n-term sum of squares errs
 // gpu_fp32_sum_rel(n) (positive terms, statistical), halved by the square
-// root; / n and + eps (1 u32 each), rsqrtf (<= 2 ulps on CUDA, less on HIP:
-// 4 u32), the two products x · rsqrt · (1 + w) and 1 + w (1 u32 each) and an
+// root; / n and + eps (1 u32 each), rsqrtf (<= 2 ulps, CUDA's documented
+// bound: 4 u32), the two products x · rsqrt · (1 + w) and 1 + w (1 u32 each) and an
 // fp32 input (a pooled mean the exact profile keeps unrounded: 2 u32 through
 // x and the rms): 11 u32 in all, rounded up to 12.
 inline double gpu_prepare_norm_rel(int n) { return 0.5 * gpu_fp32_sum_rel(n) + 12.0 * kGpuFp32Unit; }

@@ -292,7 +292,8 @@ __device__ void pooled_row(int dim, const RopeArgs& rope, int r, bool round_pool
 // slow path, and the branches kept a task's eight divisions from
 // overlapping; they were 15% of a main head task's instructions
 // (docs/performance.md, eighteenth pass). rsqrtf is what the engines' fp32
-// norm calls (torch.rsqrt); its <= 2 ulps are in the bound.
+// norm calls (torch.rsqrt); its <= 2 ulps (CUDA's documented bound) are in
+// the bound.
 template <class S>
 __device__ void norm_row(int dim, const NormArgs& n, const RopeArgs& r, const Row<S>& w, Row<S>& x) {
   float sq = 0.0f;
