@@ -9,11 +9,15 @@ next to them (docs/bench/issue7-versions/*-sass.csv.gz). It prints:
   - the warp-stall samples by reason, as shares of all samples;
   - the share of samples in instructions executed less than 1/8 as often as the most executed
     one: code a warp runs once or a few times (prologue, epilogue), not its loop;
+  - the instructions grouped by how often they ran, the groups with the most samples first:
+    code that runs equally often is usually one piece of the kernel (a loop's body, an
+    epilogue, the tasks of one kind), so this says which piece the time goes to, and how many
+    instructions it has (docs/performance.md, eighteenth pass);
   - the instructions with the most samples and their top reasons;
   - the excess L2 sectors of global accesses ("L2 Theoretical Sectors Global Excessive") by
     opcode, as shares of all sectors and of the excess.
 
-Usage: scripts/ncu_sass_summary.py FILE.csv[.gz] [--top N]
+Usage: scripts/ncu_sass_summary.py FILE.csv[.gz] [--top N] [--groups N]
 A missing or malformed file (no header row with "Address", "Source" and the sample column, or a
 row with another number of fields, as in a truncated export) is an error naming it (exit 2).
 """
@@ -78,7 +82,30 @@ def opcode(source):
     return words[0].split(".")[0] if words else "?"
 
 
-def summarize(header, rows, top):
+def by_count(rows, col, reasons, samples, total, groups):
+    """Lines for the `groups` execution counts with the most samples."""
+    executed = [number(r[col[EXECUTED]]) for r in rows]
+    all_executed = sum(executed) or 1.0
+    acc = collections.defaultdict(lambda: [0, 0.0, 0.0, collections.Counter()])
+    for r, s, e in zip(rows, samples, executed):
+        g = acc[e]
+        g[0] += 1
+        g[1] += s
+        g[2] += e
+        for h in reasons:
+            v = number(r[col[h]])
+            if v:
+                g[3][h[len("stall_"):]] += v
+    out = [f"instructions by execution count, top {groups} by samples "
+           "(count: instructions, share of samples, share of executed instructions, top reasons):"]
+    for count, (n, s, e, why) in sorted(acc.items(), key=lambda kv: (-kv[1][1], -kv[0]))[:groups]:
+        reasons_text = ", ".join(f"{h} {100.0 * v / s:.0f}%" for h, v in why.most_common(3)) if s else "-"
+        out.append(f"  x{count:<10.0f} {n:5d} instr  {100.0 * s / total:5.1f}% of samples  "
+                   f"{100.0 * e / all_executed:5.1f}% of executed  [{reasons_text}]")
+    return out
+
+
+def summarize(header, rows, top, groups=8):
     col = {h: i for i, h in enumerate(header)}
     reasons = [h for h in header if h.startswith("stall_") and "(Not Issued)" not in h]
     samples = [number(r[col[SAMPLES]]) for r in rows]
@@ -98,6 +125,8 @@ def summarize(header, rows, top):
     rare = sum(s for r, s in zip(rows, samples) if number(r[col[EXECUTED]]) < most / LOOP_FRACTION)
     out.append(f"samples in instructions run < 1/{LOOP_FRACTION} as often as the most executed "
                f"({most:.0f} times): {100.0 * rare / total:.1f}%")
+
+    out.extend(by_count(rows, col, reasons, samples, total, groups))
 
     out.append(f"top {top} instructions by samples:")
     order = sorted(range(len(rows)), key=lambda i: -samples[i])[:top]
@@ -127,13 +156,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file")
     ap.add_argument("--top", type=int, default=10, help="instructions to list (default 10)")
+    ap.add_argument("--groups", type=int, default=8, help="execution-count groups to list (default 8)")
     args = ap.parse_args()
-    if args.top < 0:
-        print("ncu_sass_summary.py: --top must be >= 0", file=sys.stderr)
+    if args.top < 0 or args.groups < 0:
+        print("ncu_sass_summary.py: --top and --groups must be >= 0", file=sys.stderr)
         return 2
     try:
         header, rows = read_rows(args.file)
-        print("\n".join(summarize(header, rows, args.top)))
+        print("\n".join(summarize(header, rows, args.top, args.groups)))
     except InputError as e:
         print(f"ncu_sass_summary.py: {e}", file=sys.stderr)
         return 2

@@ -73,6 +73,11 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("BRA", top[0])
         self.assertIn("50.0%", top[0])
         self.assertIn("HMMA", top[1])
+        # By execution count: the loop (2 instructions run 1600 times) has 75 samples and
+        # 3200 of the 3400 executed instructions; the prologue and epilogue (100 times) 25.
+        groups = out.split("instructions by execution count")[1].splitlines()[1:3]
+        self.assertRegex(groups[0], r"x1600 +2 instr +75\.0% of samples +94\.1% of executed +\[long_sb 67%, wait 33%\]")
+        self.assertRegex(groups[1], r"x100 +2 instr +25\.0% of samples +5\.9% of executed +\[barrier 60%, long_sb 40%\]")
         # Excess sectors: 300 of 800 in all, all of them the store's.
         self.assertIn("excess L2 sectors: 300 of 800 (37.5%)", out)
         self.assertRegex(out, r"STG +100\.0% of the excess")
@@ -104,6 +109,16 @@ class SummaryTest(unittest.TestCase):
         self.assertRegex(out, r"26\.2%  x16512 +@!P0  BRA")
         self.assertIn("excess L2 sectors: 314400 of 4686462 (6.7%)", out)
 
+    def test_kept_prepare_profile_of_the_eighteenth_pass(self):
+        # docs/performance.md, eighteenth pass: the indexer Q tasks (1024 warps, 364 instructions)
+        # draw 53% of the samples; the main Q tasks (6144 warps, 504) issue 75% of the instructions.
+        kept = ROOT / "docs" / "bench" / "issue7-versions" / "h200-2026-12-02-ncu-prepare-b256-f5da230-sass.csv.gz"
+        code, out = run(kept, "--top", "0", "--groups", "2")
+        self.assertEqual(code, 0, out)
+        groups = out.split("instructions by execution count")[1].splitlines()[1:3]
+        self.assertRegex(groups[0], r"x1024 +364 instr +53\.2% of samples +9\.1% of executed")
+        self.assertRegex(groups[1], r"x6144 +504 instr +16\.7% of samples +75\.2% of executed")
+
     def test_bad_inputs_exit_2_naming_the_problem(self):
         code, out = run(self.dir / "missing.csv")
         self.assertEqual(code, 2)
@@ -125,6 +140,9 @@ class SummaryTest(unittest.TestCase):
         code, out = run(self.write("p.csv", export_text()), "--top", "-1")
         self.assertEqual(code, 2)
         self.assertIn("--top", out)
+        code, out = run(self.write("p.csv", export_text()), "--groups", "-1")
+        self.assertEqual(code, 2)
+        self.assertIn("--groups", out)
         cut = export_text()
         code, out = run(self.write("cut.csv", cut[: cut.rindex(",")]))  # the last row loses a field
         self.assertEqual(code, 2)
