@@ -82,9 +82,8 @@ def opcode(source):
     return words[0].split(".")[0] if words else "?"
 
 
-def by_count(rows, col, reasons, samples, total, groups):
+def by_count(rows, col, reasons, samples, executed, total, groups):
     """Lines for the `groups` execution counts with the most samples."""
-    executed = [number(r[col[EXECUTED]]) for r in rows]
     all_executed = sum(executed) or 1.0
     acc = collections.defaultdict(lambda: [0, 0.0, 0.0, collections.Counter()])
     for r, s, e in zip(rows, samples, executed):
@@ -109,11 +108,12 @@ def summarize(header, rows, top, groups=8):
     col = {h: i for i, h in enumerate(header)}
     reasons = [h for h in header if h.startswith("stall_") and "(Not Issued)" not in h]
     samples = [number(r[col[SAMPLES]]) for r in rows]
+    executed = [number(r[col[EXECUTED]]) for r in rows]
     total = sum(samples)
     if total <= 0:
         raise InputError("the profile holds no warp-stall samples (was WarpStateStats collected?)")
     out = [f"instructions: {len(rows)}, samples: {total:.0f}, "
-           f"executed (warp-level): {sum(number(r[col[EXECUTED]]) for r in rows):.0f}"]
+           f"executed (warp-level): {sum(executed):.0f}"]
 
     by_reason = {h: sum(number(r[col[h]]) for r in rows) for h in reasons}
     out.append("stall reasons (share of all samples):")
@@ -121,12 +121,12 @@ def summarize(header, rows, top, groups=8):
         if v > 0:
             out.append(f"  {h[len('stall_'):]:<20} {100.0 * v / total:5.1f}%")
 
-    most = max(number(r[col[EXECUTED]]) for r in rows)
-    rare = sum(s for r, s in zip(rows, samples) if number(r[col[EXECUTED]]) < most / LOOP_FRACTION)
+    most = max(executed)
+    rare = sum(s for s, e in zip(samples, executed) if e < most / LOOP_FRACTION)
     out.append(f"samples in instructions run < 1/{LOOP_FRACTION} as often as the most executed "
                f"({most:.0f} times): {100.0 * rare / total:.1f}%")
 
-    out.extend(by_count(rows, col, reasons, samples, total, groups))
+    out.extend(by_count(rows, col, reasons, samples, executed, total, groups))
 
     out.append(f"top {top} instructions by samples:")
     order = sorted(range(len(rows)), key=lambda i: -samples[i])[:top]
@@ -134,7 +134,7 @@ def summarize(header, rows, top, groups=8):
         r = rows[i]
         tops = sorted(((h, number(r[col[h]])) for h in reasons), key=lambda kv: -kv[1])[:2]
         why = ", ".join(f"{h[len('stall_'):]} {v:.0f}" for h, v in tops if v > 0)
-        out.append(f"  {100.0 * samples[i] / total:5.1f}%  x{number(r[col[EXECUTED]]):<8.0f} "
+        out.append(f"  {100.0 * samples[i] / total:5.1f}%  x{executed[i]:<8.0f} "
                    f"{r[col['Source']].strip()[:60]:<60}  [{why}]")
 
     if EXCESS in col and SECTORS in col:
