@@ -248,6 +248,10 @@ __device__ void reduce_lanes(int nh, float (&acc)[MAXH][kVec], float* red_s) {
   }
 }
 
+// A row's output o / l after its online softmax; 0 where l = 0, a row that
+// attended no valid token (the reference writes zeros for it: attend_row).
+__device__ inline float softmax_normalized(float o, float l) { return l > 0.0f ? o / l : 0.0f; }
+
 // Epilogue for element idx of [T, H, D]: A (rounded to bf16 when the
 // storage-point knob is on) and the gated output bf16(A * sigmoid(gate)).
 // store_gated takes the gate's bits from the caller, which lets a caller

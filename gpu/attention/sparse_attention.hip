@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(KernelArgs a
     if (a.splits == 1) {
       const float l = l_s[i];
       for (int e = 0; e < kVec; ++e)
-        attn::store_output(a, head * D + tid * kVec + e, l > 0.0f ? acc[i][e] / l : 0.0f);
+        attn::store_output(a, head * D + tid * kVec + e, attn::softmax_normalized(acc[i][e], l));
     } else {
       const int64_t part = head * a.splits + split;
       for (int e = 0; e < kVec; ++e) a.ws_acc[part * D + tid * kVec + e] = acc[i][e];
@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(KernelArgs a, in
 #pragma unroll
   for (int j = 0; j < kMergeDims; ++j) {
     const int d = tid + j * kThreads;
-    if (d < head_dim) attn::store_gated(a, head * head_dim + d, l > 0.0f ? acc[j] / l : 0.0f, gate[j]);
+    if (d < head_dim) attn::store_gated(a, head * head_dim + d, attn::softmax_normalized(acc[j], l), gate[j]);
   }
 }
 

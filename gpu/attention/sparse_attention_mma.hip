@@ -696,7 +696,7 @@ __global__ void __launch_bounds__(kBlock, 1) mma_decode_kernel(KernelArgs a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float x = v[e] * a.v_scale;
-        store_gated(a, out0 + i + e, l > 0.0f ? x / l : 0.0f, gates[k][e]);
+        store_gated(a, out0 + i + e, softmax_normalized(x, l), gates[k][e]);
       }
     } else {
       const int64_t head = row * a.heads + h0 + h;

@@ -227,7 +227,7 @@ __device__ void pf_exact_pair(const PrefillArgs& pa, const PfTile& tl, int g, in
 #pragma unroll
   for (int k = 0; k < kDims; ++k) {
     const float x = o[k] * a.v_scale;
-    store_output(a, out0 + lane + 32 * k, l > 0.0f ? x / l : 0.0f);
+    store_output(a, out0 + lane + 32 * k, softmax_normalized(x, l));
   }
 }
 
@@ -434,7 +434,7 @@ __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock&
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const float v = x.v[k] * a.v_scale;
-      out.v[k] = attn_value(a, l > 0.0f ? v / l : 0.0f);
+      out.v[k] = attn_value(a, softmax_normalized(v, l));
       gated.v[k] = gated_bits(a, out.v[k], gate.v[k]);
     }
     *reinterpret_cast<PfVec<float, kPer>*>(a.attn + row + j0) = out;

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kPrefillThreads) sparse_attention_prefill_kern
     const int64_t head = (row0 + pair / hc) * a.heads + h0 + pair % hc;
     const float l = l_s[pair];
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) store_output(a, head * D + dc * kVec + e, l > 0.0f ? acc[i][e] / l : 0.0f);
+    for (int e = 0; e < kVec; ++e) store_output(a, head * D + dc * kVec + e, softmax_normalized(acc[i][e], l));
   }
 }
 
