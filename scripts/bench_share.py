@@ -2,7 +2,8 @@
 """Times qsa_bench_gpu with neighbouring prefill rows sharing more or less of their
 selections (QSA_BENCH_SHARE: docs/performance.md, "Inputs" and "Prefill attention and
 neighbouring rows"), one process per share and round, and tabulates every benchmark's median
-time, TFLOP/s and share of the matrix rate, share by share.
+time, TFLOP/s and share of the matrix rate, share by share, with the prefill plan's reuse
+(attended row-id pairs per entry loaded, the axis kAuto decides on) where a benchmark reports it.
 
 Why: with independent selections (share 0, the benchmark's default) no prefill attention
 kernel can reach issue 7's target, and how far a kernel that shares K/V between rows gets
@@ -86,10 +87,11 @@ def run_one(binary, pattern, share, iterations, path):
 
 
 def collect(paths_by_share):
-    """{benchmark: {share: (median of the rounds' medians in us, TFLOP/s at it, % of the matrix rate)}}."""
+    """{benchmark: {share: (median of the rounds' medians in us, TFLOP/s at it, % of the matrix rate,
+    the plan's reuse or None)}}."""
     table = {}
     for share, paths in paths_by_share.items():
-        times, flops, matrix = {}, {}, {}
+        times, flops, matrix, reuse = {}, {}, {}, {}
         for path in paths:
             try:
                 ctx, runs = load(path)
@@ -107,27 +109,31 @@ def collect(paths_by_share):
                 times.setdefault(name, []).append(us)
                 flops[name] = float(b.get("flops", 0.0))
                 matrix[name] = tflops
+                if "reuse" in b:  # a property of the inputs (seeded): the same in every round
+                    reuse[name] = float(b["reuse"])
         for name, ts in times.items():
             t = statistics.median(ts)
             rate = flops[name] / (t * 1e-6) / 1e12 if flops[name] > 0 else None
             pct = 100.0 * rate / matrix[name] if rate is not None and matrix[name] > 0 else None
-            table.setdefault(name, {})[share] = (t, rate, pct)
+            table.setdefault(name, {})[share] = (t, rate, pct, reuse.get(name))
     return table
 
 
 def cell(entry):
     if entry is None:
         return "-"
-    t, rate, pct = entry
+    t, rate, pct, reuse = entry
     text = f"{t / 1000:.2f} ms" if t >= 1000 else f"{t:.1f} us"
     if rate is not None:
         text += f", {rate:.0f} TFLOP/s ({pct:.1f}%)"
+    if reuse is not None:
+        text += f", reuse {reuse:.2f}"
     return text
 
 
 def markdown(table, shares, rounds):
     lines = [f"Median over {rounds} round(s) per share; TFLOP/s on the kernel's FLOPs (the cost model's), "
-             "% of the run's matrix rate.", "",
+             "% of the run's matrix rate; reuse: the prefill plan's attended (row, id) pairs per entry.", "",
              "| benchmark | " + " | ".join(f"share {share_text(s)}" for s in shares) + " |",
              "|---|" + "---:|" * len(shares)]
     for name in sorted(table):
@@ -173,7 +179,7 @@ def main(argv):
         return 1
     text = markdown(table, shares, args.rounds)
     write_new(os.path.join(out, "share.md"), text)
-    payload = {name: {share_text(s): {"median_us": v[0], "TFLOPps": v[1], "pct_matrix": v[2]}
+    payload = {name: {share_text(s): {"median_us": v[0], "TFLOPps": v[1], "pct_matrix": v[2], "reuse": v[3]}
                       for s, v in by.items()} for name, by in table.items()}
     write_new(os.path.join(out, "share.json"), json.dumps(payload, indent=1) + "\n")
     print(text, end="")

@@ -34,8 +34,10 @@ FAKE = textwrap.dedent("""\
         ctx["qsa_selection_share"] = os.environ["QSA_BENCH_SHARE"]
     t = 1000.0 - 800.0 * share + n  # us; each process 1 us slower than the one before
     b = {"name": "attention/prefill/c8/ctx16/bf16/iterations:10/manual_time", "run_type": "iteration",
-         "real_time": t, "time_unit": "us", "median_us": t, "flops": 4.0e8}
-    json.dump({"context": ctx, "benchmarks": [b]}, open(out, "w"))
+         "real_time": t, "time_unit": "us", "median_us": t, "flops": 4.0e8, "reuse": 1.0 + 3.0 * share}
+    d = {"name": "attention/prefill/c8/ctx16/bf16/decode_kernel/iterations:10/manual_time",
+         "run_type": "iteration", "real_time": 700.0, "time_unit": "us", "median_us": 700.0, "flops": 4.0e8}
+    json.dump({"context": ctx, "benchmarks": [b, d]}, open(out, "w"))
 """)
 
 
@@ -73,10 +75,14 @@ class BenchShareTest(unittest.TestCase):
         # 4e8 FLOPs in 203 us: 1.97 TFLOP/s, 0.246% of 800.
         self.assertAlmostEqual(row["1"]["TFLOPps"], 4.0e8 / 203e-6 / 1e12)
         self.assertAlmostEqual(row["1"]["pct_matrix"], 100.0 * 4.0e8 / 203e-6 / 1e12 / 800.0)
+        # The plan's reuse rides along where the benchmark reports it, and only there.
+        self.assertAlmostEqual(row["0.5"]["reuse"], 2.5)
+        self.assertIsNone(data["attention/prefill/c8/ctx16/bf16/decode_kernel"]["0.5"]["reuse"])
         with open(os.path.join(out, "share.md")) as f:
             md = f.read()
         self.assertIn("| share 0 | share 0.5 | share 1 |", md)
         self.assertIn("1.00 ms", md)
+        self.assertIn("reuse 4.00", md)
         self.assertIn(md.splitlines()[-1], p.stdout)
 
     def test_refuses_existing_results_and_bad_arguments(self):

@@ -59,6 +59,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   Slab<int32_t> idx, t2r, lens, table;
   gpu::SparseAttentionDims dims;
   std::vector<DevicePlan> plans;
+  double reuse = 0.0;  // the first set's plan: attended (row, id) pairs per entry loaded
   for (int k = 0; k < copies; ++k) {
     const BatchMetadata m = make_batch_metadata(c, shape, pool, k, env.seed, Want::kTokenIdx, env.selection_share);
     dims = gpu::validate_sparse_attention(p, kv, m.token_idx, m.token_to_req, m.seq_lens, m.block_table,
@@ -66,6 +67,8 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
     if (gpu::is_prefill_path(path)) {
       const gpu::SparseAttentionPrefillPlan plan =
           gpu::plan_sparse_attention_prefill(p, dims, m.token_idx, m.token_to_req, m.seq_lens, m.block_table);
+      if (k == 0 && plan.num_entries() > 0)
+        reuse = static_cast<double>(plan.row_ids) / static_cast<double>(plan.num_entries());
       plans.push_back({gpu::DeviceBuffer<int32_t>(plan.tiles), gpu::DeviceBuffer<int32_t>(plan.ids),
                        gpu::DeviceBuffer<uint32_t>(plan.masks), plan.num_tiles(), plan.num_entries(),
                        plan.rows_per_tile});
@@ -129,6 +132,9 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
     gpu::launch_sparse_attention(p, gp, kv, dims, a, env.stream, split_ids, path);
   });
   set_cost_counters(state, t, cost);
+  // What kAuto decides the path on (sparse_attention_prefill_min_reuse), so that a
+  // share sweep places the kernels' crossover on the same axis.
+  if (gpu::is_prefill_path(path)) state.counters["reuse"] = reuse;
   // The splits per row the tensor-core decode kernel took (0 where another
   // kernel ran): what its one-row time depends on (docs/performance.md).
   if (path == gpu::AttentionPath::kDecode)
