@@ -88,6 +88,7 @@ struct PfSmem {
                 "pf_store stages the outputs in the ring and their l in the slots after it");
   static_assert(kRing % 128 == 0 && kRowBytes % 128 == 0 && kStageBytes % 128 == 0,
                 "swizzled rows start on 128-byte boundaries");
+  static_assert(kRing - kQ >= kAttentionPrefillMaxPairs * D * 2, "pf_store stages the gates in the Q tile");
 };
 
 // This thread's two entries (tid and tid + kPfBlock) of the chunk being
@@ -377,9 +378,11 @@ struct alignas(sizeof(T) * kN < 16 ? sizeof(T) * kN : 16) PfVec {
 //     tile: pairs p0 = 16 warp + gq and p0 + 8) and their l to `stage`, the
 //     ring, free once every step is done: [64 pairs][D] fp32, the 8-float
 //     chunk c of pair p at chunk c ^ (p & 7), so the fragments' stores hit
-//     32 different banks, then l per pair;
+//     32 different banks, then l per pair. Before that, the block's gate
+//     rows start copying into `gate_stage` (the Q tile, also free now:
+//     [64 pairs][D] bf16), so their one round trip runs under the stores;
 //  2. every warp takes whole pairs (warp, warp + 4, ...), and its lanes own
-//     D / 32 adjacent dims of the pair's output row: the gate loads and the
+//     D / 32 adjacent dims of the pair's output row: the gate reads and the
 //     A and gated stores are contiguous vectors, and the body is a loop over
 //     pairs.
 // Why: stored straight from the fragments (two elements per lane at a time,
@@ -387,21 +390,29 @@ struct alignas(sizeof(T) * kN < 16 ? sizeof(T) * kN : 16) PfVec {
 // element's stores, which might alias it) the epilogue unrolled to ~9,600
 // instructions per warp and drew a third of the Hopper kernel's stall samples
 // at share 0.99, waiting on instruction fetch and on those loads (ncu,
-// docs/performance.md, eighteenth pass). The arithmetic and its order are
+// docs/performance.md, eighteenth pass); loaded in the loop, the gates
+// still cost a round trip per pair and warp. The arithmetic and its order are
 // store_output's (acc · v_scale / l, then store_gated's roundings), so the
 // outputs keep their bits. A pair whose output or l is not finite is
-// recomputed exactly instead (pf_exact_pair, Q row q_row(pair)). The caller
-// has waited for its own copies; the barrier below waits for everyone's
-// reads of the ring.
-template <int D, class QRow>
+// recomputed exactly instead (pf_exact_pair, Q from global memory: its
+// shared copy is gone). The caller has waited for its own copies; the
+// barrier below waits for everyone's reads of the ring and of Q.
+template <int D>
 __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock& b, const float (&acc)[D / 8][4],
-                         float l0, float l1, unsigned char* stage, QRow q_row) {
+                         float l0, float l1, unsigned char* stage, unsigned char* gate_stage) {
   const KernelArgs& a = pa.k;
   const int lane = lane32(), warp = static_cast<int>(threadIdx.x) >> 5, gq = lane >> 2, tq = lane & 3;
   float* o_s = reinterpret_cast<float*>(stage);
   float* l_s = o_s + kAttentionPrefillMaxPairs * D;
+  const uint16_t* g_s = reinterpret_cast<const uint16_t*>(gate_stage);
   const int p0 = warp * 16 + gq, p1 = p0 + 8;  // p0 & 7 == p1 & 7 == gq
   __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < b.np * (D / 8); i += kPfBlock) {
+    const int pair = i / (D / 8), c = (i % (D / 8)) * 8;
+    cp_async16(smem_addr(gate_stage) + static_cast<uint32_t>(pair * D + c) * 2, a.gate + b.pair_offset(a, pair, D) + c,
+               true);
+  }
+  cp_async_commit();
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) {
     const int col = ((i ^ gq) * 8) + 2 * tq;
@@ -412,6 +423,7 @@ __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock&
     l_s[p0] = l0;
     l_s[p1] = l1;
   }
+  cp_async_wait<0>();
   __syncthreads();
   constexpr int kPer = D / 32;
   static_assert(kPer <= 8 && 8 % kPer == 0, "a lane's dims lie inside one 8-float chunk");
@@ -419,14 +431,14 @@ __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock&
 #pragma unroll 1
   for (int p = warp; p < b.np; p += kPfWarps) {
     const int64_t row = b.pair_offset(a, p, D);
-    const PfVec<uint16_t, kPer> gate = *reinterpret_cast<const PfVec<uint16_t, kPer>*>(a.gate + row + j0);
+    const PfVec<uint16_t, kPer> gate = *reinterpret_cast<const PfVec<uint16_t, kPer>*>(g_s + p * D + j0);
     const float l = l_s[p];
     const PfVec<float, kPer> x = *reinterpret_cast<const PfVec<float, kPer>*>(o_s + p * D + ((j0 / 8) ^ (p & 7)) * 8 + j0 % 8);
     bool bad = !isfinite(l);
 #pragma unroll
     for (int k = 0; k < kPer; ++k) bad = bad || !isfinite(x.v[k]);
     if (__any_sync(0xffffffffu, bad)) {  // (uniform per warp)
-      pf_exact_pair<D>(pa, tl, b.g, p / b.hc, row, q_row(p));
+      pf_exact_pair<D>(pa, tl, b.g, p / b.hc, row, a.q + row);
       continue;
     }
     PfVec<float, kPer> out;
@@ -517,7 +529,7 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
     }
   }
   cp_async_wait<0>();  // no copy may outlive the block (the last groups are empty)
-  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kRing, [&](int pair) { return q_s + pair * L::kPitch; });
+  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kRing, smem + L::kQ);
 }
 
 // ---- The Hopper prefill kernel (sm_90a: sparse_attention_mma.hpp) ----
@@ -545,6 +557,7 @@ struct WgSmem {
                 "pf_store stages the outputs in the ring and their l in the slots after it");
   static_assert(kRing % 1024 == 0 && P::kTileBytes % 1024 == 0 && (kPfNT * 128) % 1024 == 0,
                 "every atom of Q, K and V starts 1024-byte aligned");
+  static_assert(kRing - kQ >= kAttentionPrefillMaxPairs * D * 2, "pf_store stages the gates in the Q tile");
 };
 
 template <int D>
@@ -669,7 +682,7 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
     sm90::wgmma_wait<0>();
   }
   cp_async_wait<0>();
-  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kRing, [&](int pair) { return a.q + b.pair_offset(a, pair, D); });
+  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kRing, smem + L::kQ);
 #else
   __trap();  // launched only where this pass had wgmma (wgmma_prefill_supported)
 #endif
