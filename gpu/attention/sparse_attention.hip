@@ -264,17 +264,29 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
                                  sparse_attention_splits(p, ids_per_split), p.head_dim, kv == KvDtype::kFp8);
 }
 
-AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
+bool tensor_core_prefill_available(const AttentionParams& p, KvDtype kv) {
+  return attn::mma_prefill_params_supported(p.head_dim, p.p_rounding == PRounding::kBf16Unnormalized,
+                                            kv == KvDtype::kFp8);
+}
+
+double sparse_attention_prefill_min_reuse(const AttentionParams& p, KvDtype kv) {
+  const bool hopper = attn::wgmma_prefill_params_supported(
+      p.head_dim, p.p_rounding == PRounding::kBf16Unnormalized, kv == KvDtype::kFp8);
+  return hopper ? kAttentionPrefillMinReuseHopper : kAttentionPrefillMinReuse;
+}
+
+AttentionPath resolve_attention_path(const AttentionParams& p, KvDtype kv, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path) {
   if (p.p_rounding != PRounding::kBf16Normalized) {
     // The tensor-core decode kernel takes the same time whatever the rows
     // share; the union kernels' time falls with the plan's reuse
-    // (kAttentionPrefillMinReuse says where they win).
+    // (sparse_attention_prefill_min_reuse says where they win). The portable
+    // prefill kernel is slower than the tensor-core decode one at any reuse.
     if (path == AttentionPath::kAuto && tensor_core_attention_available(p)) {
-      const bool reuse = args.prefill_num_entries > 0 &&
-                         static_cast<double>(args.prefill_row_ids) >=
-                             kAttentionPrefillMinReuse * static_cast<double>(args.prefill_num_entries);
-      return reuse ? resolve_attention_path(dims, args, path) : AttentionPath::kDecode;
+      const double need = sparse_attention_prefill_min_reuse(p, kv) * static_cast<double>(args.prefill_num_entries);
+      const bool reuse = args.prefill_num_entries > 0 && static_cast<double>(args.prefill_row_ids) >= need;
+      return reuse && tensor_core_prefill_available(p, kv) ? resolve_attention_path(dims, args, path)
+                                                           : AttentionPath::kDecode;
     }
     return resolve_attention_path(dims, args, path);
   }
@@ -320,7 +332,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     throw InputError("gpu attention: dims (T = " + std::to_string(dims.num_tokens) + ", R = " +
                      std::to_string(dims.num_reqs) + ", num_pages = " + std::to_string(dims.num_pages) +
                      ") do not describe this launch; take them from validate_sparse_attention");
-  const AttentionPath resolved = resolve_attention_path(p, dims, args, path);
+  const AttentionPath resolved = resolve_attention_path(p, kv.dtype, dims, args, path);
   const bool prefill = is_prefill_path(resolved);
   const int group = p.heads / p.kv_heads;
   const SparseAttentionPrefillShape shape = sparse_attention_prefill_shape(p);

@@ -84,19 +84,33 @@ struct SparseAttentionArgs {
 // described at AttentionPath).
 AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const SparseAttentionArgs& args,
                                      AttentionPath path);
-// The same for params p: with p.p_rounding = kBf16Normalized always the
-// decode path (the prefill kernel does not implement it; kPrefill asked for
-// explicitly is a ConfigError). kAuto also takes the decode path wherever
-// the build has the tensor-core decode kernel for p (sparse_attention_mma.hpp:
-// CUDA, bf16-unnormalised P, head_dim 64/128/256, H/G <= 16), prefill steps
-// included: it beats the plan-based prefill kernel there. Otherwise as above.
-AttentionPath resolve_attention_path(const AttentionParams& p, const SparseAttentionDims& dims,
+// The same for params p and KV dtype kv: with p.p_rounding = kBf16Normalized
+// always the decode path (the prefill kernel does not implement it; kPrefill
+// asked for explicitly is a ConfigError). Where the build has the
+// tensor-core decode kernel for p (tensor_core_attention_available), kAuto
+// takes the prefill path only where a tensor-core prefill kernel runs
+// (tensor_core_prefill_available) and the plan's rows share their
+// selections (sparse_attention_prefill_min_reuse); the portable prefill
+// kernel never beats the tensor-core decode one. Otherwise as above.
+AttentionPath resolve_attention_path(const AttentionParams& p, KvDtype kv, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path);
 
 // Whether this build has the tensor-core decode kernel for params p
 // (sparse_attention_mma.hpp): CUDA, bf16-unnormalised P, head_dim 64, 128 or
-// 256, H/G <= 16. kAuto then takes the decode path for every step.
+// 256, H/G <= 16.
 bool tensor_core_attention_available(const AttentionParams& p);
+
+// Whether this build has a tensor-core prefill kernel for params p and KV
+// dtype kv (sparse_attention_mma.hpp: CUDA, a bf16 cache, bf16-unnormalised
+// P, head_dim 64, 128 or 256); the launch also needs 16-byte aligned
+// pointers, else the portable prefill kernel runs.
+bool tensor_core_prefill_available(const AttentionParams& p, KvDtype kv);
+
+// The plan reuse (row_ids / entries) from which kAuto prefers the prefill
+// path to the tensor-core decode kernel: kAttentionPrefillMinReuseHopper
+// where the Hopper prefill kernel runs for p and kv (this build and
+// device), else kAttentionPrefillMinReuse (sparse_attention_plan.hpp).
+double sparse_attention_prefill_min_reuse(const AttentionParams& p, KvDtype kv);
 
 // The splits of each row the tensor-core decode kernel takes for `rows` rows
 // of params p and KV dtype `kv` on the current device: enough blocks to fill

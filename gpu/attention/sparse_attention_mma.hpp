@@ -116,6 +116,10 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 // a.round_p, slots that fit in int32, 16-byte aligned q, k_cache, v_cache,
 // gate, attn and gated.
 bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
+// The same from the params alone (the pointers' alignment and the slot
+// count are the launch's): what kAuto asks before it prefers the prefill
+// path to the tensor-core decode kernel.
+bool mma_prefill_params_supported(int head_dim, bool round_p, bool fp8);
 // The Hopper version of the same kernel (sm_90a): the block is one
 // warpgroup, and its two matrix products per step are warpgroup mmas
 // (wgmma) with K and V read straight from the shared-memory ring, Q from
@@ -124,6 +128,8 @@ bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
 // is, in builds with sm_90a device code (QSA_CUDA_SM90A), on a compute
 // capability 9.0 device.
 bool wgmma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
+// The same from the params alone (as mma_prefill_params_supported).
+bool wgmma_prefill_params_supported(int head_dim, bool round_p, bool fp8);
 // Launches one of them over pa's tiles (grid x = tile, y = KV group x head
 // chunk): the Hopper kernel with `wgmma` (only where wgmma_prefill_supported),
 // else the sm_80 one; pa complete and checked, as for launch_prefill.

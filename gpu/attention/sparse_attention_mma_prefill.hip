@@ -707,21 +707,38 @@ void launch_prefill_typed(const PrefillArgs& pa, int64_t num_tiles, bool wgmma, 
 
 }  // namespace
 
+bool mma_prefill_params_supported(int head_dim, bool round_p, bool fp8) {
+  return !fp8 && (head_dim == 64 || head_dim == 128 || head_dim == 256) && round_p;
+}
+
 bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
   const bool slots_fit = a.num_pages * static_cast<int64_t>(a.page_size) <= INT32_MAX;
-  return !fp8 && (head_dim == 64 || head_dim == 128 || head_dim == 256) && a.round_p && slots_fit &&
+  return mma_prefill_params_supported(head_dim, a.round_p, fp8) && slots_fit &&
          is_aligned(a.q, 16) && is_aligned(a.k_cache, 16) && is_aligned(a.v_cache, 16) && is_aligned(a.gate, 16) &&
          is_aligned(a.attn, 16) && is_aligned(a.gated, 16);  // pf_store's vectors
 }
 
-bool wgmma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
+namespace {
+
+// The Hopper kernel exists in builds with sm_90a code and runs on compute
+// capability 9.0 devices.
+bool hopper_prefill_runs_here() {
 #if defined(QSA_CUDA_SM90A)
   const DeviceLimits& d = device_limits();
-  return d.major == 9 && d.minor == 0 && mma_prefill_supported(a, head_dim, fp8);
+  return d.major == 9 && d.minor == 0;
 #else
-  (void)a, (void)head_dim, (void)fp8;
   return false;
 #endif
+}
+
+}  // namespace
+
+bool wgmma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8) {
+  return hopper_prefill_runs_here() && mma_prefill_supported(a, head_dim, fp8);
+}
+
+bool wgmma_prefill_params_supported(int head_dim, bool round_p, bool fp8) {
+  return hopper_prefill_runs_here() && mma_prefill_params_supported(head_dim, round_p, fp8);
 }
 
 void launch_mma_prefill(const PrefillArgs& pa, int64_t num_tiles, int head_dim, bool wgmma, hipStream_t stream) {
@@ -735,8 +752,10 @@ void launch_mma_prefill(const PrefillArgs& pa, int64_t num_tiles, int head_dim, 
 
 #else  // AMD: the portable kernel only
 
+bool mma_prefill_params_supported(int, bool, bool) { return false; }
 bool mma_prefill_supported(const KernelArgs&, int, bool) { return false; }
 bool wgmma_prefill_supported(const KernelArgs&, int, bool) { return false; }
+bool wgmma_prefill_params_supported(int, bool, bool) { return false; }
 void launch_mma_prefill(const PrefillArgs&, int64_t, int, bool, hipStream_t) {
   throw ConfigError("gpu attention: the tensor-core prefill kernel exists only in CUDA builds");
 }

@@ -58,9 +58,10 @@ namespace qsa::gpu {
 // parallelism the decode kernel has for a few long rows. Without a plan, or
 // for decode batches (one row per request: one row per tile), the decode
 // kernel. The threshold is a reasoned default, not yet tuned on a GPU. With
-// the params (resolve_attention_path(p, ...)), where the decode kernel is
-// the tensor-core one, kAuto also needs the plan's reuse
-// (kAttentionPrefillMinReuse).
+// the params and KV dtype (resolve_attention_path(p, kv, ...)), where the
+// decode kernel is the tensor-core one, kAuto also needs a tensor-core
+// prefill kernel for them and the plan's reuse (kAttentionPrefillMinReuse,
+// kAttentionPrefillMinReuseHopper).
 // kDecode runs the best decode kernel the build has (the tensor-core one of
 // sparse_attention_mma.hpp where it applies); kDecodePortable forces the
 // portable decode kernel, so that tests can hold the two against each other.
@@ -78,16 +79,19 @@ inline constexpr int64_t kAttentionPrefillMinRowsPerTile = 4;
 
 // With the params, on a build whose decode kernel is the tensor-core one,
 // kAuto takes the prefill path only where the plan's rows share their
-// selections: at least kAttentionPrefillMinReuse attended (row, id) pairs
-// per entry the tiles load (plan.row_ids / plan.num_entries(), passed as
-// SparseAttentionArgs::prefill_row_ids). Measured on the H200 at the model's
-// shape, 8K-row chunk at 32K context (docs/performance.md, seventeenth
-// pass): the decode kernel takes 5.3 ms whatever the rows share; the union
-// kernels 9.4 ms (Hopper) and 12.7 ms (sm_80) at reuse ~1.1 (independent
-// rows), 3.7 and 4.7 ms at ~3.6 (neighbours sharing 90% of their blocks).
-// 3 keeps the decode kernel wherever either union kernel was not measured
-// faster.
-inline constexpr double kAttentionPrefillMinReuse = 3.0;
+// selections: at least this many attended (row, id) pairs per entry the
+// tiles load (plan.row_ids / plan.num_entries(), passed as
+// SparseAttentionArgs::prefill_row_ids), a threshold per union kernel
+// (sparse_attention_prefill_min_reuse picks the one that applies).
+// Measured on the H200 at the model's shape, 8K-row chunk at 32K context,
+// shares 0 to 0.9 (docs/performance.md, nineteenth pass): the decode
+// kernel takes 5.25 ms whatever the rows share; the Hopper union kernel
+// 5.49 ms at reuse 1.75 and 4.22 ms at 2.33 (crossing near 1.85), the sm_80
+// one 5.20 ms at 2.81 (crossing there). Each threshold sits just above its
+// kernel's crossing, so kAuto never takes a union kernel where it was
+// measured slower.
+inline constexpr double kAttentionPrefillMinReuseHopper = 2.0;
+inline constexpr double kAttentionPrefillMinReuse = 3.0;  // the sm_80 kernel
 
 // Limits of the prefill kernel: rows per tile (one mask bit each), (row,
 // head) pairs per block (shared memory: the pairs' bf16 queries; registers:

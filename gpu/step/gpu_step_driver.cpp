@@ -182,18 +182,27 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   const int ids_per_split = sparse_attention_ids_per_split(ap, dims);
   DeviceBuffer<float> workspace(sparse_attention_workspace_floats(ap, dims, ids_per_split));
   SparseAttentionArgs args = b.attention_args(s.caches, workspace);
-  // Prefill-shaped steps (several rows per request) take the path where
-  // neighbouring rows share K/V loads; it needs a host-built plan. Where the
-  // build has the tensor-core decode kernel, kAuto takes it for every step
-  // and the plan would go unused.
+  // Prefill-shaped steps (several rows per request) may take the path where
+  // neighbouring rows share K/V loads; it needs a host-built plan, and kAuto
+  // decides from it (resolve_attention_path: where the build has the
+  // tensor-core decode kernel, only a tensor-core prefill kernel on a plan
+  // whose rows share enough of their selections beats it). No plan where
+  // the prefill path cannot win: hf-eager's normalised P, or a cache dtype
+  // with only the portable prefill kernel next to the tensor-core decode one.
   PrefillPlanBuffers plan;
-  if (!tensor_core_attention_available(ap) && l.num_reqs > 0 &&
-      l.num_valid_tokens >= int64_t{kPrefillRowsPerRequest} * l.num_reqs)
+  const bool prefill_shaped =
+      l.num_reqs > 0 && l.num_valid_tokens >= int64_t{kPrefillRowsPerRequest} * l.num_reqs;
+  if (prefill_shaped && ap.p_rounding != PRounding::kBf16Normalized &&
+      (!tensor_core_attention_available(ap) || tensor_core_prefill_available(ap, kvp.dtype))) {
     plan = upload_prefill_plan(plan_sparse_attention_prefill(ap, dims, o.token_idx, l.token_to_req, l.seq_lens,
                                                              l.block_table),
                                args);
-  launch_sparse_attention(ap, make_gate_params(c), kvp, dims, args, s.stream, ids_per_split);
-  clock.mark("attention+gate");
+    clock.mark("prefill plan");
+  }
+  const AttentionPath path = resolve_attention_path(ap, kvp.dtype, dims, args, AttentionPath::kAuto);
+  launch_sparse_attention(ap, make_gate_params(c), kvp, dims, args, s.stream, ids_per_split, path);
+  // The phase names the path, so that `qsa example` and the tests see which kernel ran.
+  clock.mark(is_prefill_path(path) ? "attention+gate (prefill path)" : "attention+gate");
 
   // 5. o_proj reads the gated heads [T, H, D] as one [T, H·D] matrix.
   launch_projection(make_projection_params(c, T, H * D, c.hidden_size), b.gated.get(), s.weights.o.get(),

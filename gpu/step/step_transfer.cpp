@@ -166,6 +166,7 @@ PrefillPlanBuffers upload_prefill_plan(const SparseAttentionPrefillPlan& plan, S
   args.prefill_num_tiles = plan.num_tiles();
   args.prefill_num_entries = plan.num_entries();
   args.prefill_rows_per_tile = plan.rows_per_tile;
+  args.prefill_row_ids = plan.row_ids;
   return b;
 }
 

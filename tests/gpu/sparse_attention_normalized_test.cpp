@@ -194,9 +194,10 @@ TEST(GpuSparseAttentionNormalizedPath, PrefillStepsRunTheDecodePath) {
 
   c.params.p_rounding = PRounding::kBf16Normalized;
   gpu_test::refresh_reference(c);
-  EXPECT_EQ(gpu::resolve_attention_path(c.params, dims, with_plan, AttentionPath::kAuto), AttentionPath::kDecode);
-  EXPECT_EQ(gpu::resolve_attention_path(c.params, dims, with_plan, AttentionPath::kDecode), AttentionPath::kDecode);
-  EXPECT_THROW(gpu::resolve_attention_path(c.params, dims, with_plan, AttentionPath::kPrefill), ConfigError);
+  const KvDtype kv = c.kv_params.dtype;
+  EXPECT_EQ(gpu::resolve_attention_path(c.params, kv, dims, with_plan, AttentionPath::kAuto), AttentionPath::kDecode);
+  EXPECT_EQ(gpu::resolve_attention_path(c.params, kv, dims, with_plan, AttentionPath::kDecode), AttentionPath::kDecode);
+  EXPECT_THROW(gpu::resolve_attention_path(c.params, kv, dims, with_plan, AttentionPath::kPrefill), ConfigError);
   EXPECT_THROW(gpu_test::run_gpu_path(c, AttentionPath::kPrefill, &plan), ConfigError);
   gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kAuto, &plan));
 }

@@ -176,9 +176,10 @@ INSTANTIATE_TEST_SUITE_P(Special, GpuSparseAttentionPrefill, testing::ValuesIn(s
 
 // kAuto on a prefill step with a plan: by shape alone it is the prefill
 // path; with the params, the tensor-core decode kernel wins wherever the
-// build has it for them (CUDA, bf16-unnormalised P) unless the plan's reuse
-// reaches kAttentionPrefillMinReuse. Either way kAuto gives the resolved
-// path's result, bit for bit.
+// build has it for them (CUDA, bf16-unnormalised P) unless a tensor-core
+// prefill kernel exists for them too and the plan's reuse reaches
+// sparse_attention_prefill_min_reuse. Either way kAuto gives the resolved path's
+// result, bit for bit.
 TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
   for (const PrecisionProfile profile : {PrecisionProfile::kEngine, PrecisionProfile::kExact}) {
     PrefillAttnSpec s = spec(128, 2, 4, 64, 4, 16, {64, 40});
@@ -194,12 +195,13 @@ TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
     with_plan.prefill_row_ids = plan.row_ids;
     const gpu::SparseAttentionDims dims = gpu_test::validate_case(c);
     ASSERT_EQ(gpu::resolve_attention_path(dims, with_plan, AttentionPath::kAuto), AttentionPath::kPrefill);
-    const AttentionPath resolved = gpu::resolve_attention_path(c.params, dims, with_plan, AttentionPath::kAuto);
+    const KvDtype kv = c.kv_params.dtype;
+    const AttentionPath resolved = gpu::resolve_attention_path(c.params, kv, dims, with_plan, AttentionPath::kAuto);
     const double reuse_ratio = static_cast<double>(plan.row_ids) / static_cast<double>(plan.num_entries());
-    const bool reuse = reuse_ratio >= gpu::kAttentionPrefillMinReuse;
-    EXPECT_EQ(resolved, !gpu::tensor_core_attention_available(c.params) || reuse ? AttentionPath::kPrefill
-                                                                                  : AttentionPath::kDecode)
-        << "reuse " << reuse_ratio;
+    const bool reuse = reuse_ratio >= gpu::sparse_attention_prefill_min_reuse(c.params, kv);
+    const bool prefill = !gpu::tensor_core_attention_available(c.params) ||
+                         (reuse && gpu::tensor_core_prefill_available(c.params, kv));
+    EXPECT_EQ(resolved, prefill ? AttentionPath::kPrefill : AttentionPath::kDecode) << "reuse " << reuse_ratio;
     const gpu_test::GpuOutputs autos = gpu_test::run_gpu_path(c, AttentionPath::kAuto, &plan);
     const gpu_test::GpuOutputs chosen = gpu_test::run_gpu_path(c, resolved, &plan);
     EXPECT_TRUE(autos.attn == chosen.attn && autos.gated == chosen.gated);
@@ -208,8 +210,10 @@ TEST(GpuSparseAttentionPrefillPath, AutoTakesTheResolvedPathOnPrefillSteps) {
 }
 
 // Where the tensor-core decode kernel exists, kAuto takes the prefill path
-// exactly when the plan's rows attend at least kAttentionPrefillMinReuse
-// ids per entry its tiles load (host logic: no launch).
+// exactly when the plan's rows attend at least sparse_attention_prefill_min_reuse
+// ids per entry its tiles load and a tensor-core prefill kernel exists for
+// the cache's dtype: never for fp8, whose prefill kernel is the portable
+// one (host logic: no launch).
 TEST(GpuSparseAttentionPrefillPath, AutoTakesPrefillOnlyWhereThePlanSharesEnough) {
   AttentionParams p;
   p.kv_heads = 2;
@@ -225,21 +229,24 @@ TEST(GpuSparseAttentionPrefillPath, AutoTakesPrefillOnlyWhereThePlanSharesEnough
   a.prefill_tiles = tile;  // only compared with null here
   a.prefill_num_tiles = 20;  // 5 rows per tile
   a.prefill_num_entries = 1000;
-  const double need = gpu::kAttentionPrefillMinReuse * 1000;
+  const double need = gpu::sparse_attention_prefill_min_reuse(p, KvDtype::kBf16) * 1000;
   for (const int64_t ids : {int64_t{0}, static_cast<int64_t>(need) - 1, static_cast<int64_t>(need), int64_t{5000}}) {
     a.prefill_row_ids = ids;
-    EXPECT_EQ(gpu::resolve_attention_path(p, dims, a, AttentionPath::kAuto),
+    EXPECT_EQ(gpu::resolve_attention_path(p, KvDtype::kBf16, dims, a, AttentionPath::kAuto),
               static_cast<double>(ids) >= need ? AttentionPath::kPrefill : AttentionPath::kDecode)
         << ids << " row ids over 1000 entries";
+    EXPECT_EQ(gpu::resolve_attention_path(p, KvDtype::kFp8, dims, a, AttentionPath::kAuto), AttentionPath::kDecode)
+        << ids << " row ids over 1000 entries, fp8 cache";
   }
   a.prefill_num_tiles = 30;  // fewer than kAttentionPrefillMinRowsPerTile rows per tile: decode whatever the reuse
-  EXPECT_EQ(gpu::resolve_attention_path(p, dims, a, AttentionPath::kAuto), AttentionPath::kDecode);
+  EXPECT_EQ(gpu::resolve_attention_path(p, KvDtype::kBf16, dims, a, AttentionPath::kAuto), AttentionPath::kDecode);
 }
 
 // On a compute capability 9.0 device with sm_90a code (the H200 build),
 // kPrefill runs the Hopper kernel and kPrefillMmaSync the sm_80 one: both
 // match the reference (above), and their fp32 sums run in different orders,
 // so some output bits differ. Equal outputs would mean kPrefill fell back.
+// kAuto measures reuse against the Hopper kernel's threshold there.
 TEST(GpuSparseAttentionPrefillPath, PrefillTakesTheHopperKernelOnHopper) {
   const gpu::DeviceLimits& d = gpu::device_limits();
   if (d.major != 9 || d.minor != 0) GTEST_SKIP() << "not a compute capability 9.0 device";
@@ -254,6 +261,9 @@ TEST(GpuSparseAttentionPrefillPath, PrefillTakesTheHopperKernelOnHopper) {
   int64_t differ = 0;
   for (size_t i = 0; i < hopper.attn.size(); ++i) differ += hopper.attn[i] != sm80.attn[i];
   EXPECT_GT(differ, 0) << "kPrefill and kPrefillMmaSync gave the same bits: the Hopper kernel did not run";
+  // kAuto's reuse threshold is the Hopper kernel's here, except for fp8 (no tensor-core prefill kernel).
+  EXPECT_EQ(gpu::sparse_attention_prefill_min_reuse(c.params, KvDtype::kBf16), gpu::kAttentionPrefillMinReuseHopper);
+  EXPECT_EQ(gpu::sparse_attention_prefill_min_reuse(c.params, KvDtype::kFp8), gpu::kAttentionPrefillMinReuse);
 }
 
 // A V row holding inf, attended by some rows of a request and not by their

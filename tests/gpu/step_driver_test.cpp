@@ -13,13 +13,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "gpu/attention/sparse_attention.hpp"
 #include "harness/compare/report.hpp"
 #include "harness/gen/generator.hpp"
 #include "harness/replay/replay.hpp"
+#include "reference/core/stage_params.hpp"
 #include "tests/test_support.hpp"
 
 namespace qsa {
@@ -161,6 +164,60 @@ TEST(GpuStepDriverChecks, IsolatedModeIsAConfigError) {
   o.mode = ReplayMode::kIsolated;
   o.backend = "hip";
   EXPECT_NE(error_message<ConfigError>([&] { replay_trace(trace, "t", o); }).find("chained"), std::string::npos);
+}
+
+// Which attention path the driver took on each step, from its phase names.
+std::vector<bool> prefill_steps(const StepCase& s) {
+  const Trace trace = case_trace(s, true);
+  gpu::GpuStepDriver driver(trace.config, trace.weights, trace.geometry);
+  std::vector<bool> prefill;
+  for (const TraceStep& step : trace.steps) {
+    const StepOutputs o = driver.run(step.meta, step.hidden);
+    int attention = 0;
+    bool took_prefill = false;
+    for (const auto& [phase, sec] : o.seconds) {
+      attention += phase.rfind("attention+gate", 0) == 0;
+      took_prefill = took_prefill || phase == "attention+gate (prefill path)";
+    }
+    EXPECT_EQ(attention, 1) << "one attention phase per step";
+    prefill.push_back(took_prefill);
+  }
+  return prefill;
+}
+
+// The driver builds the prefill plan for prefill-shaped steps and lets kAuto
+// choose (resolve_attention_path). In the tiny chunked trace every chunk's
+// rows attend nearly the same ids (the budget covers most of the context),
+// so its prefill steps take the prefill path on every build: by shape where
+// there is no tensor-core decode kernel, by the plan's reuse where there is.
+// Decode steps never do. With an fp8 cache or hf-eager's normalised P a
+// tensor-core build keeps the decode kernel (its prefill kernels are bf16,
+// unnormalised P only); the outputs of all three are checked against the
+// reference by the scenarios above.
+TEST(GpuStepDriverPaths, PrefillStepsTakeThePathKAutoResolves) {
+  const StepCase bf16{"paths_bf16", "tiny", kEng, kB, iB, false, false, {70, 33}, 24, 0};
+  const Trace trace = case_trace(bf16, true);
+  const std::vector<bool> taken = prefill_steps(bf16);
+  ASSERT_EQ(taken.size(), trace.steps.size());
+  int prefill = 0;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    const StepMetadata& m = trace.steps[i].meta;
+    const bool one_row_each = m.query_start_loc.back() <= static_cast<int64_t>(m.seq_lens.size());
+    if (one_row_each) {
+      EXPECT_FALSE(taken[i]) << "decode step " << i << " took the prefill path";
+    }
+    prefill += taken[i];
+  }
+  EXPECT_GT(prefill, 0) << "no prefill step of the tiny chunked trace took the prefill path; reproduce: "
+                        << repro(bf16);
+
+  const AttentionParams p = make_attention_params(trace.config);
+  if (!gpu::tensor_core_attention_available(p)) return;  // (no tensor-core decode kernel to keep)
+  for (const StepCase& s : {StepCase{"paths_fp8", "tiny", kEng, kF, iB, false, false, {70, 33}, 24, 0},
+                            StepCase{"paths_hf", "tiny", kHf, kB, iB, false, false, {70, 33}, 24, 0}}) {
+    const std::vector<bool> t = prefill_steps(s);
+    EXPECT_EQ(std::count(t.begin(), t.end(), true), 0) << s.name << ": reproduce: " << repro(s);
+  }
 }
 
 // A decode step whose context was never written: the tag mirrors catch it
