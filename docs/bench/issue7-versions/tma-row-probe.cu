@@ -1,4 +1,4 @@
-// Probe (issue 7, eighteenth pass; not yet run): can TMA gather the prefill
+// Probe (issue 7, eighteenth pass; run on the H200 on 2026-12-02: PROBE OK): can TMA gather the prefill
 // kernel's K/V rows straight into the 128-byte-swizzled layout its wgmma
 // descriptors read (gpu/common/wgmma_sm90.hpp, sw128_offset)? TMA has no
 // row gather, but a 2-D tensor map over the cache ([slots x G rows] x D
@@ -8,6 +8,10 @@
 // what the layout needs) or the box (row 0 of the box, so no swizzle). One
 // CTA gathers 16 rows given by an id list, 4 boxes per row, onto one
 // mbarrier, and the host compares every byte with sw128_offset's layout.
+// Two of the 16 rows lie outside the map (row -1 and row kRows + 5), as
+// the kernel's rows of slot -1 do: they must arrive as zeros and still
+// count their bytes on the barrier (else the wait would never end: the
+// wait gives up after about a second and says so).
 // docs/performance.md, eighteenth pass, "What is left", says why it matters.
 // Run on the H200 from the repository root:
 //   nvcc -std=c++17 -arch=sm_90a -I. -o /tmp/tma-probe docs/bench/issue7-versions/tma-row-probe.cu && /tmp/tma-probe
@@ -64,13 +68,18 @@ __global__ void gather(const __grid_constant__ CUtensorMap map, const int* rows,
             : "memory");
       }
   }
-  // Wait for phase 0 of the barrier: every box has landed.
+  // Wait for phase 0 of the barrier: every box has landed (bounded, so a
+  // missing byte count shows as HANG instead of a hung probe).
   uint32_t done = 0;
-  while (!done) {
+  for (long spin = 0; !done && spin < (1L << 24); ++spin) {
     asm volatile(
         "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
         : "=r"(done)
         : "r"(bar));
+  }
+  if (!done) {
+    if (tid == 0) std::printf("HANG: the barrier's phase did not complete\n");
+    return;
   }
   for (int i = tid; i < kTileBytes / 4; i += blockDim.x) {
     uint32_t v;
@@ -86,6 +95,8 @@ int main() {
     for (int d = 0; d < D; ++d) cache[static_cast<size_t>(r) * D + d] = static_cast<uint16_t>((r * 977 + d * 131) & 0xffff);
   std::vector<int> rows(kNT);
   for (int r = 0; r < kNT; ++r) rows[r] = ((r * 389 + 11) % kSlots) * G + (r & 1);  // slot * G + g, scattered
+  rows[3] = -1;         // outside the map: zeros
+  rows[9] = kRows + 5;
 
   uint16_t* d_cache = nullptr;
   int* d_rows = nullptr;
@@ -94,6 +105,7 @@ int main() {
   CHECK(cudaMalloc(&d_rows, kNT * sizeof(int)));
   CHECK(cudaMalloc(&d_out, kTileBytes));
   CHECK(cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(d_out, 0xab, kTileBytes));  // so that an early return shows
   CHECK(cudaMemcpy(d_rows, rows.data(), kNT * sizeof(int), cudaMemcpyHostToDevice));
 
   void* fn = nullptr;
@@ -127,7 +139,8 @@ int main() {
   int bad = 0, unswizzled = 0;
   for (int r = 0; r < kNT; ++r)
     for (int d = 0; d < D; ++d) {
-      const uint16_t want = cache[static_cast<size_t>(rows[r]) * D + d];
+      const bool outside = rows[r] < 0 || rows[r] >= kRows;
+      const uint16_t want = outside ? 0 : cache[static_cast<size_t>(rows[r]) * D + d];
       const uint32_t at = sw128_offset(kNT, r, d / 8 * 8) + 2 * (d % 8);
       const uint32_t plain = (d / 64) * kNT * 128 + r * 128 + 2 * (d % 64);  // the same without the XOR
       if (got[plain / 2] == want) ++unswizzled;
