@@ -13,12 +13,14 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "gpu/attention/sparse_attention.hpp"
+#include "gpu/attention/sparse_attention_plan.hpp"
+#include "gpu/attention/sparse_attention_validate.hpp"
+#include "gpu/step/step_transfer.hpp"
 #include "harness/compare/report.hpp"
 #include "harness/gen/generator.hpp"
 #include "harness/replay/replay.hpp"
@@ -166,57 +168,89 @@ TEST(GpuStepDriverChecks, IsolatedModeIsAConfigError) {
   EXPECT_NE(error_message<ConfigError>([&] { replay_trace(trace, "t", o); }).find("chained"), std::string::npos);
 }
 
-// Which attention path the driver took on each step, from its phase names.
-std::vector<bool> prefill_steps(const StepCase& s) {
+// One step of a driver run: the attention path it took (its phase name)
+// and the one kAuto's rule gives the plan of the driver's own token ids
+// (resolve_attention_path on plan_sparse_attention_prefill's counts).
+struct PathCheck {
+  bool took_prefill = false;
+  bool rule_prefill = false;
+  bool one_row_each = false;
+  double reuse = 0.0;  // the plan's, 0 for steps that get none
+};
+
+std::vector<PathCheck> path_checks(const StepCase& s) {
   const Trace trace = case_trace(s, true);
   gpu::GpuStepDriver driver(trace.config, trace.weights, trace.geometry);
-  std::vector<bool> prefill;
+  const AttentionParams ap = make_attention_params(trace.config);
+  const KvCacheParams kvp = make_kv_cache_params(trace.config, trace.geometry.num_pages);
+  std::vector<PathCheck> out;
   for (const TraceStep& step : trace.steps) {
     const StepOutputs o = driver.run(step.meta, step.hidden);
+    PathCheck c;
     int attention = 0;
-    bool took_prefill = false;
     for (const auto& [phase, sec] : o.seconds) {
       attention += phase.rfind("attention+gate", 0) == 0;
-      took_prefill = took_prefill || phase == "attention+gate (prefill path)";
+      c.took_prefill = c.took_prefill || phase == "attention+gate (prefill path)";
     }
     EXPECT_EQ(attention, 1) << "one attention phase per step";
-    prefill.push_back(took_prefill);
+    const StepLayout& l = o.layout;
+    c.one_row_each = l.num_valid_tokens <= l.num_reqs;
+    if (l.num_reqs > 0 && l.num_valid_tokens >= int64_t{gpu::kPrefillRowsPerRequest} * l.num_reqs) {
+      const gpu::SparseAttentionDims dims =
+          gpu::validate_sparse_attention(ap, kvp, o.token_idx, l.token_to_req, l.seq_lens, l.block_table);
+      const gpu::SparseAttentionPrefillPlan plan =
+          gpu::plan_sparse_attention_prefill(ap, dims, o.token_idx, l.token_to_req, l.seq_lens, l.block_table);
+      gpu::SparseAttentionArgs a;
+      a.prefill_tiles = plan.tiles.data();  // only compared with null
+      a.prefill_num_tiles = plan.num_tiles();
+      a.prefill_num_entries = plan.num_entries();
+      a.prefill_row_ids = plan.row_ids;
+      if (plan.num_entries() > 0) c.reuse = static_cast<double>(plan.row_ids) / static_cast<double>(plan.num_entries());
+      c.rule_prefill = gpu::is_prefill_path(gpu::resolve_attention_path(ap, kvp.dtype, dims, a, gpu::AttentionPath::kAuto));
+    }
+    out.push_back(c);
   }
-  return prefill;
+  return out;
 }
 
-// The driver builds the prefill plan for prefill-shaped steps and lets kAuto
-// choose (resolve_attention_path). In the tiny chunked trace every chunk's
-// rows attend nearly the same ids (the budget covers most of the context),
-// so its prefill steps take the prefill path on every build: by shape where
-// there is no tensor-core decode kernel, by the plan's reuse where there is.
-// Decode steps never do. With an fp8 cache or hf-eager's normalised P a
-// tensor-core build keeps the decode kernel (its prefill kernels are bf16,
-// unnormalised P only); the outputs of all three are checked against the
+// The driver plans prefill-shaped steps and follows kAuto on the plan
+// (resolve_attention_path): every step's path is the rule's, decode steps
+// never take the prefill path, and with an fp8 cache or hf-eager's
+// normalised P a tensor-core build keeps the decode kernel (its prefill
+// kernels are bf16, unnormalised P only). In the full-budget trace (ratio 8,
+// budget 32, prompts of at most 30 tokens) every prefill row attends its
+// whole causal prefix, so a tile's rows attend nested sets and the plan's
+// reuse is far above any threshold: its prefill steps take the prefill path
+// on every build. The outputs of these configs are checked against the
 // reference by the scenarios above.
-TEST(GpuStepDriverPaths, PrefillStepsTakeThePathKAutoResolves) {
-  const StepCase bf16{"paths_bf16", "tiny", kEng, kB, iB, false, false, {70, 33}, 24, 0};
-  const Trace trace = case_trace(bf16, true);
-  const std::vector<bool> taken = prefill_steps(bf16);
-  ASSERT_EQ(taken.size(), trace.steps.size());
-  int prefill = 0;
-  for (size_t i = 0; i < taken.size(); ++i) {
-    const StepMetadata& m = trace.steps[i].meta;
-    const bool one_row_each = m.query_start_loc.back() <= static_cast<int64_t>(m.seq_lens.size());
-    if (one_row_each) {
-      EXPECT_FALSE(taken[i]) << "decode step " << i << " took the prefill path";
+TEST(GpuStepDriverPaths, EachStepTakesThePathKAutoGivesItsPlan) {
+  const StepCase full{"paths_full_budget", "tiny", kEng, kB, iB, false, false, {30, 20}, 12, 8};
+  const std::vector<StepCase> cases = {
+      full,
+      StepCase{"paths_bf16", "tiny", kEng, kB, iB, false, false, {70, 33}, 24, 0},
+      StepCase{"paths_fp8", "tiny", kEng, kF, iB, false, false, {70, 33}, 24, 0},
+      StepCase{"paths_hf", "tiny", kHf, kB, iB, false, false, {70, 33}, 24, 0}};
+  const bool tensor_core = gpu::tensor_core_attention_available(make_attention_params(case_config(full)));
+  const std::string reproduce = "qsa_gpu_tests --gtest_filter='GpuStepDriverPaths.*' (trace seed 0x57e9d21e)";
+  for (const StepCase& s : cases) {
+    const std::vector<PathCheck> steps = path_checks(s);
+    int took = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const PathCheck& c = steps[i];
+      EXPECT_EQ(c.took_prefill, c.rule_prefill)
+          << s.name << " step " << i << " (plan reuse " << c.reuse << "); reproduce: " << reproduce;
+      if (c.one_row_each) {
+        EXPECT_FALSE(c.took_prefill) << s.name << ": decode step " << i << " took the prefill path";
+      }
+      took += c.took_prefill;
     }
-    prefill += taken[i];
-  }
-  EXPECT_GT(prefill, 0) << "no prefill step of the tiny chunked trace took the prefill path; reproduce: "
-                        << repro(bf16);
-
-  const AttentionParams p = make_attention_params(trace.config);
-  if (!gpu::tensor_core_attention_available(p)) return;  // (no tensor-core decode kernel to keep)
-  for (const StepCase& s : {StepCase{"paths_fp8", "tiny", kEng, kF, iB, false, false, {70, 33}, 24, 0},
-                            StepCase{"paths_hf", "tiny", kHf, kB, iB, false, false, {70, 33}, 24, 0}}) {
-    const std::vector<bool> t = prefill_steps(s);
-    EXPECT_EQ(std::count(t.begin(), t.end(), true), 0) << s.name << ": reproduce: " << repro(s);
+    if (s.name == full.name) {
+      EXPECT_GT(took, 0) << "no prefill step of the full-budget trace took the prefill path; reproduce: "
+                         << reproduce;
+    }
+    if (tensor_core && s.name != full.name && s.name != "paths_bf16") {
+      EXPECT_EQ(took, 0) << s.name << " left the tensor-core decode kernel; reproduce: " << reproduce;
+    }
   }
 }
 
