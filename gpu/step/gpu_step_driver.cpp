@@ -201,7 +201,7 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   }
   const AttentionPath path = resolve_attention_path(ap, kvp.dtype, dims, args, AttentionPath::kAuto);
   launch_sparse_attention(ap, make_gate_params(c), kvp, dims, args, s.stream, ids_per_split, path);
-  // The phase names the path, so that `qsa example` and the tests see which kernel ran.
+  // The phase names the path, so that readers of StepOutputs::seconds (the tests) see which kernel ran.
   clock.mark(is_prefill_path(path) ? "attention+gate (prefill path)" : "attention+gate");
 
   // 5. o_proj reads the gated heads [T, H, D] as one [T, H·D] matrix.
