@@ -29,5 +29,5 @@ for log in "$src"/tests/fuzz/blame/*.log; do
 done
 none=$(printf 'INFO: Seed: 1\nDone 100 runs\n' | awk -v mode=start -f "$src/scripts/fuzz_blame.awk")
 [[ -z $none ]] || { echo "FAIL: a log without a report gave start '$none'"; failed=1; }
-((n >= 7)) || { echo "FAIL: only $n reports found under $src/tests/fuzz/blame"; exit 1; }
+((n >= 8)) || { echo "FAIL: only $n reports found under $src/tests/fuzz/blame"; exit 1; }
 exit $failed
