@@ -275,6 +275,11 @@ double sparse_attention_prefill_min_reuse(const AttentionParams& p, KvDtype kv) 
   return hopper ? kAttentionPrefillMinReuseHopper : kAttentionPrefillMinReuse;
 }
 
+bool auto_may_take_prefill(const AttentionParams& p, KvDtype kv) {
+  return p.p_rounding != PRounding::kBf16Normalized &&
+         (!tensor_core_attention_available(p) || tensor_core_prefill_available(p, kv));
+}
+
 AttentionPath resolve_attention_path(const AttentionParams& p, KvDtype kv, const SparseAttentionDims& dims,
                                      const SparseAttentionArgs& args, AttentionPath path) {
   if (p.p_rounding != PRounding::kBf16Normalized) {

@@ -112,6 +112,12 @@ bool tensor_core_prefill_available(const AttentionParams& p, KvDtype kv);
 // device), else kAttentionPrefillMinReuse (sparse_attention_plan.hpp).
 double sparse_attention_prefill_min_reuse(const AttentionParams& p, KvDtype kv);
 
+// Whether kAuto can resolve to a prefill path for params p and KV dtype kv
+// with some plan (resolve_attention_path above): never with hf-eager's
+// normalised P; next to the tensor-core decode kernel only where a
+// tensor-core prefill kernel exists. Callers build a plan only then.
+bool auto_may_take_prefill(const AttentionParams& p, KvDtype kv);
+
 // The splits of each row the tensor-core decode kernel takes for `rows` rows
 // of params p and KV dtype `kv` on the current device: enough blocks to fill
 // the device about once, at least one step of ids per warp, never more than

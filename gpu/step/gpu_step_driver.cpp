@@ -187,13 +187,11 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   // decides from it (resolve_attention_path: where the build has the
   // tensor-core decode kernel, only a tensor-core prefill kernel on a plan
   // whose rows share enough of their selections beats it). No plan where
-  // the prefill path cannot win: hf-eager's normalised P, or a cache dtype
-  // with only the portable prefill kernel next to the tensor-core decode one.
+  // kAuto cannot take the prefill path (auto_may_take_prefill).
   PrefillPlanBuffers plan;
   const bool prefill_shaped =
       l.num_reqs > 0 && l.num_valid_tokens >= int64_t{kPrefillRowsPerRequest} * l.num_reqs;
-  if (prefill_shaped && ap.p_rounding != PRounding::kBf16Normalized &&
-      (!tensor_core_attention_available(ap) || tensor_core_prefill_available(ap, kvp.dtype))) {
+  if (prefill_shaped && auto_may_take_prefill(ap, kvp.dtype)) {
     plan = upload_prefill_plan(plan_sparse_attention_prefill(ap, dims, o.token_idx, l.token_to_req, l.seq_lens,
                                                              l.block_table),
                                args);
