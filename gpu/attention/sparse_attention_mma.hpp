@@ -122,9 +122,10 @@ bool mma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);
 bool mma_prefill_params_supported(int head_dim, bool round_p, bool fp8);
 // The Hopper version of the same kernel (sm_90a): the block is one
 // warpgroup, and its two matrix products per step are warpgroup mmas
-// (wgmma) with K and V read straight from the shared-memory ring, Q from
-// shared memory and P from registers; the masking, softmax, rounding and
-// epilogue are the kernel's above. Supported where mma_prefill_supported
+// (wgmma) with K and V read straight from shared memory, Q from shared
+// memory and P from registers; 32 entries per step, with K and V in rings of
+// two tiles each (V copied one step after its K); the masking, softmax,
+// rounding and epilogue are the kernel's above. Supported where mma_prefill_supported
 // is, in builds with sm_90a device code (QSA_CUDA_SM90A), on a compute
 // capability 9.0 device.
 bool wgmma_prefill_supported(const KernelArgs& a, int head_dim, bool fp8);

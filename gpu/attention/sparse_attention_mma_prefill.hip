@@ -52,18 +52,26 @@ constexpr int kPfTiles = kPfNT / 8;
 // steps measured the same as 4 stages: the copies do not set the time.
 constexpr int kPfStages = 4;
 constexpr int kPfChunk = 256;     // entries whose slots and masks are resolved together, 2 per thread
-constexpr int kPfChunkSteps = kPfChunk / kPfNT;
-// While a chunk is consumed, its threads load the next chunk's ids and masks
-// at its step 0, the page-table entries those ids need at step
-// kPfPagesStep, and publish the slots and masks at step kPfPublishStep: each
-// dependent load has 4 or more steps to arrive, and the published chunk is
+// A kernel of kNT entries per step resolves chunk k + 1 while it consumes
+// chunk k: its threads load the ids and masks at the chunk's step 0, the
+// page-table entries those ids need at step kPagesStep, and publish the
+// slots and masks at step kPublishStep. Each dependent load has a quarter
+// of the chunk's steps or more to arrive, and the published chunk is
 // visible (the next step's barrier) before the copies of its first step are
-// issued, kPfStages - 1 steps ahead of it.
-constexpr int kPfPagesStep = 4;
-constexpr int kPfPublishStep = 10;
+// issued, a kernel's look-ahead (ChunkSteps asserts it) before that step.
+template <int kNT>
+struct ChunkSteps {
+  static constexpr int kSteps = kPfChunk / kNT;
+  static constexpr int kPagesStep = kSteps / 4;
+  static constexpr int kPublishStep = kSteps * 5 / 8;
+  template <int kAhead>
+  static constexpr bool published_before_copies() {
+    return kPagesStep > 0 && kPagesStep < kPublishStep && kPublishStep + kAhead < kSteps;
+  }
+};
 static_assert(kPfWarps * 16 == kAttentionPrefillMaxPairs, "one m16 tile of pairs per warp");
 static_assert(kPfChunk == 2 * kPfBlock, "two entries per thread and chunk");
-static_assert(kPfPagesStep < kPfPublishStep && kPfPublishStep + kPfStages - 1 < kPfChunkSteps,
+static_assert(ChunkSteps<kPfNT>::published_before_copies<kPfStages - 1>(),
               "a chunk's metadata is published before the copies of its first step");
 static_assert(kAttentionPrefillMaxRows < 31, "tile rows are mask bits; bit 31 means no row");
 
@@ -141,11 +149,10 @@ __device__ inline void pf_publish(const KernelArgs& a, const PfTile& tl, int k, 
   }
 }
 
-// The copies of one step's kPfNT K and V rows into a ring stage (16 bytes
-// per copy, zero-filled for slot -1), spread over the block. kAtoms: the
-// Hopper kernel's layout (sm90::sw128_offset: 64-dim atom columns of
-// 128-byte rows), else the decode kernel's swizzled rows.
-template <int D, bool kAtoms = false>
+// The copies of one step's kPfNT K and V rows into a ring stage of the
+// sm_80 kernel (16 bytes per copy, zero-filled for slot -1; the decode
+// kernel's swizzled rows), spread over the block.
+template <int D>
 __device__ void pf_issue(const KernelArgs& a, int g, const int32_t* slots, uint32_t stage) {
   using L = PfSmem<D>;
   constexpr int kPieces = D / 8;  // 16-byte pieces of a bf16 row
@@ -160,10 +167,8 @@ __device__ void pf_issue(const KernelArgs& a, int g, const int32_t* slots, uint3
     const int r = i / kPieces, c = i % kPieces;
     const int32_t slot = slots[r];
     const uint64_t src = static_cast<uint64_t>(max(slot, 0)) * row_bytes + static_cast<uint64_t>(c) * 16;
-    const uint32_t dst =
-        stage + (kAtoms ? sm90::sw128_offset(kPfNT, r, 8 * c)
-                        : static_cast<uint32_t>(r * L::kRowBytes) +
-                              ((static_cast<uint32_t>(c) * 16) ^ Smem<D, uint16_t>::k_swizzle(r)));
+    const uint32_t dst = stage + static_cast<uint32_t>(r * L::kRowBytes) +
+                         ((static_cast<uint32_t>(c) * 16) ^ Smem<D, uint16_t>::k_swizzle(r));
     cp_async16_unless_negative(dst, k_cache + src, slot);
     cp_async16_unless_negative(dst + L::kTileBytes, v_cache + src, slot);
   }
@@ -274,15 +279,17 @@ __device__ inline bool pf_block(const PrefillArgs& pa, PfBlock& b, PfTile& tl) {
   return true;
 }
 
-// Step t's share of resolving the next chunk (kPfPagesStep says when each
+// Step t's share of resolving the next chunk (ChunkSteps says when each
 // phase runs), between the step's barrier and its copies.
+template <int kNT>
 __device__ inline void pf_next_chunk(const PrefillArgs& pa, const PfTile& tl, int t, PfMeta& meta, int32_t* slots_s,
                                      uint32_t* masks_s) {
-  const int kc = t / kPfChunkSteps, ts = t % kPfChunkSteps;
+  using C = ChunkSteps<kNT>;
+  const int kc = t / C::kSteps, ts = t % C::kSteps;
   if (int64_t{kc + 1} * kPfChunk < tl.ne) {  // a next chunk exists, so this one has all its steps
     if (ts == 0) pf_load_ids(pa, tl, kc + 1, meta);
-    if (ts == kPfPagesStep) pf_load_pages(pa.k, tl, meta);
-    if (ts == kPfPublishStep) pf_publish(pa.k, tl, kc + 1, meta, slots_s, masks_s);
+    if (ts == C::kPagesStep) pf_load_pages(pa.k, tl, meta);
+    if (ts == C::kPublishStep) pf_publish(pa.k, tl, kc + 1, meta, slots_s, masks_s);
   }
 }
 
@@ -309,14 +316,18 @@ __device__ inline void pf_first_chunk(const PrefillArgs& pa, const PfTile& tl, P
   __syncthreads();
 }
 
-// Step t's slots in the two chunk buffers.
+// Step t's slots in the two chunk buffers (kNT entries per step).
+template <int kNT>
 __device__ inline const int32_t* pf_step_slots(const int32_t* slots_s, int t) {
-  return slots_s + ((t / kPfChunkSteps) & 1) * kPfChunk + (t % kPfChunkSteps) * kPfNT;
+  using C = ChunkSteps<kNT>;
+  return slots_s + ((t / C::kSteps) & 1) * kPfChunk + (t % C::kSteps) * kNT;
 }
 
 // Step t's masks of this lane's entries 2tq, 2tq + 1 (of each n8 tile).
+template <int kNT>
 __device__ inline const uint32_t* pf_step_masks(const uint32_t* masks_s, int t) {
-  return masks_s + ((t / kPfChunkSteps) & 1) * kPfChunk + (t % kPfChunkSteps) * kPfNT + 2 * (lane32() & 3);
+  using C = ChunkSteps<kNT>;
+  return masks_s + ((t / C::kSteps) & 1) * kPfChunk + (t % C::kSteps) * kNT + 2 * (lane32() & 3);
 }
 
 // One step of this lane's two pair rows (tile rows tr0, tr1; 31: none):
@@ -327,23 +338,24 @@ __device__ inline const uint32_t* pf_step_masks(const uint32_t* masks_s, int t) 
 struct PfAlpha {
   float a0, a1;
 };
-__device__ inline PfAlpha pf_softmax(const KernelArgs& a, float (&s4)[kPfTiles][4], const uint32_t* mk, int tr0,
-                                     int tr1, float (&r0)[2 * kPfTiles], float (&r1)[2 * kPfTiles], float& m0,
-                                     float& m1, float& l0, float& l1) {
+template <int kTiles>
+__device__ inline PfAlpha pf_softmax(const KernelArgs& a, float (&s4)[kTiles][4], const uint32_t* mk, int tr0, int tr1,
+                                     float (&r0)[2 * kTiles], float (&r1)[2 * kTiles], float& m0, float& m1, float& l0,
+                                     float& l1) {
   if (a.round_logits) {
 #pragma unroll
-    for (int n = 0; n < kPfTiles; ++n)
+    for (int n = 0; n < kTiles; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s4[n][e] = round_bf16(round_bf16(s4[n][e]) * a.scale);
   } else {
 #pragma unroll
-    for (int n = 0; n < kPfTiles; ++n)
+    for (int n = 0; n < kTiles; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s4[n][e] *= a.scale;
   }
   // Entries 8n + 2tq, 8n + 2tq + 1: a logit counts where the pair's row attends the entry.
 #pragma unroll
-  for (int n = 0; n < kPfTiles; ++n)
+  for (int n = 0; n < kTiles; ++n)
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const uint32_t m = mk[8 * n + j];
@@ -501,9 +513,9 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
   for (int t = 0; t < steps; ++t) {
     cp_async_wait<kPfStages - 2>();  // this thread's copies of step t (and Q) have landed
     __syncthreads();                 // everyone's have; step t - 1's stage and metadata are free
-    pf_next_chunk(pa, tl, t, meta, slots_s, masks_s);
+    pf_next_chunk<kPfNT>(pa, tl, t, meta, slots_s, masks_s);
     const int next = t + kPfStages - 1;
-    if (next < steps) pf_issue<D>(a, b.g, pf_step_slots(slots_s, next), ring + (next % kPfStages) * L::kStageBytes);
+    if (next < steps) pf_issue<D>(a, b.g, pf_step_slots<kPfNT>(slots_s, next), ring + (next % kPfStages) * L::kStageBytes);
     cp_async_commit();
     if (!warp_live) continue;  // (uniform per warp: a warp without pairs only copies)
     const uint32_t kt = ring + (t % kPfStages) * L::kStageBytes;
@@ -519,7 +531,7 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
       for (int e = 0; e < 4; ++e) s4[n][e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
     }
     float r0[2 * kPfTiles], r1[2 * kPfTiles];
-    const PfAlpha al = pf_softmax(a, s4, pf_step_masks(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
+    const PfAlpha al = pf_softmax(a, s4, pf_step_masks<kPfNT>(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
     if (t > 0) pf_rescale<D>(acc, al);
 #pragma unroll
     for (int n = 0; n < kPfTiles; ++n) {
@@ -536,34 +548,71 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
 //
 // The union-tile kernel above with its matrix products on warpgroup mmas:
 // the block's 4 warps are one warpgroup, the tile's 64 pair rows its M. Per
-// step, S[64 pairs, 16 entries] = Q K^T is D/16 wgmmas with both operands
-// in shared memory, and O[64, D] += P V is D/64 wgmmas of n64 with P from
-// registers and V in shared memory, read transposed: no ldmatrix, no Q
-// fragments loaded per n8 tile (the mma.sync kernel loaded Q once per n8
-// tile of every step, most of its shared-memory reads). The fragments of
-// S, P and O per warp are the mma.sync kernel's, so masking, the online
-// softmax, P's bf16 rounding and the epilogue are the same code. Q and the
-// ring use wgmma's 128-byte-swizzled atoms (sm90::sw128_offset).
+// step, S[64 pairs, kWgNT entries] = Q K^T is D/16 wgmmas with both operands
+// in shared memory, and O[64, D] += P V is D/64 wgmmas of n64 per k16 slice
+// of entries, with P from registers and V in shared memory, read
+// transposed: no ldmatrix, no Q fragments loaded per n8 tile (the mma.sync
+// kernel loaded Q once per n8 tile of every step, most of its shared-memory
+// reads). The fragments of S, P and O per warp are the mma.sync kernel's, so
+// masking, the online softmax, P's bf16 rounding and the epilogue are the
+// same code. Q and the tiles use wgmma's 128-byte-swizzled atoms
+// (sm90::sw128_offset).
+//
+// Entries per step: 32, twice the sm_80 kernel's. A step of one warpgroup
+// is a chain of fixed latencies (the barrier, the S wgmma chain, the
+// softmax's shuffles, the waits) at 2 warps per scheduler (ncu,
+// docs/performance.md, eighteenth pass); 32 entries pay that chain once per
+// 32, as 16 did for 8 (-21 to -26%, sixteenth pass). The shared memory
+// stays that of 2 blocks per SM because K and V have rings of their own,
+// of two tiles each: step t's copies are K of step t + 1 and V of step t,
+// so V lands one step after its K, when its PV runs (the PV of step t is
+// issued in step t + 1, under that step's softmax), and each tile is
+// rewritten only after the wgmma that read it was waited for before the
+// step's barrier.
+constexpr int kWgNT = 32;
+static_assert(ChunkSteps<kWgNT>::published_before_copies<1>(), "a chunk is published before its first copies (one step ahead)");
+
 template <int D>
 struct WgSmem {
-  using P = PfSmem<D>;
-  static constexpr int kQ = 0;  // [D / 64][64 pairs][128 bytes]
-  static constexpr int kRing = kQ + kAttentionPrefillMaxPairs * D * 2;
-  static constexpr int kSlots = kRing + kPfStages * P::kStageBytes;
+  static constexpr int kTileBytes = kWgNT * D * 2;  // a K or V tile: [D / 64][kWgNT rows][128 bytes]
+  static constexpr int kQ = 0;                      // [D / 64][64 pairs][128 bytes]
+  static constexpr int kK = kQ + kAttentionPrefillMaxPairs * D * 2;  // two K tiles
+  static constexpr int kV = kK + 2 * kTileBytes;                     // two V tiles
+  static constexpr int kSlots = kV + 2 * kTileBytes;
   static constexpr int kMasks = kSlots + 2 * kPfChunk * 4;
   static constexpr int kUsed = kMasks + 2 * kPfChunk * 4;
   static constexpr int kBytes = kUsed + 1024;  // the atoms need a 1024-byte aligned base: room to align it
-  static_assert(kSlots - kRing == kAttentionPrefillMaxPairs * D * 4 && kUsed - kSlots >= 4 * kAttentionPrefillMaxPairs,
-                "pf_store stages the outputs in the ring and their l in the slots after it");
-  static_assert(kRing % 1024 == 0 && P::kTileBytes % 1024 == 0 && (kPfNT * 128) % 1024 == 0,
+  static_assert(kSlots - kK == kAttentionPrefillMaxPairs * D * 4 && kUsed - kSlots >= 4 * kAttentionPrefillMaxPairs,
+                "pf_store stages the outputs in the tiles and their l in the slots after them");
+  static_assert(kK % 1024 == 0 && kTileBytes % 1024 == 0 && (kWgNT * 128) % 1024 == 0,
                 "every atom of Q, K and V starts 1024-byte aligned");
-  static_assert(kRing - kQ >= kAttentionPrefillMaxPairs * D * 2, "pf_store stages the gates in the Q tile");
+  static_assert(kK - kQ >= kAttentionPrefillMaxPairs * D * 2, "pf_store stages the gates in the Q tile");
 };
+
+// The copies of kWgNT rows of one cache (K or V) into a tile in the atom
+// layout (16 bytes per copy, zero-filled for slot -1), spread over the block.
+template <int D>
+__device__ void wg_issue(const void* cache, uint64_t row_bytes, int g, const int32_t* slots, uint32_t tile) {
+  constexpr int kPieces = D / 8;  // 16-byte pieces of a bf16 row
+  constexpr int kCopies = kWgNT * kPieces;
+  static_assert(kCopies % kPfBlock == 0, "whole copies per thread");
+  const auto* base = static_cast<const unsigned char*>(cache) + static_cast<uint64_t>(g) * D * 2;
+#pragma unroll
+  for (int k = 0; k < kCopies / kPfBlock; ++k) {
+    const int i = static_cast<int>(threadIdx.x) + k * kPfBlock;
+    const int r = i / kPieces, c = i % kPieces;
+    const int32_t slot = slots[r];
+    const uint64_t src = static_cast<uint64_t>(max(slot, 0)) * row_bytes + static_cast<uint64_t>(c) * 16;
+    cp_async16_unless_negative(tile + sm90::sw128_offset(kWgNT, r, 8 * c), base + src, slot);
+  }
+}
 
 template <int D>
 __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa) {
 #if QSA_WGMMA
   using L = WgSmem<D>;
+  constexpr int kTiles = kWgNT / 8;    // n8 tiles of S per step
+  constexpr int kSlices = kWgNT / 16;  // k16 slices of P per step
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   unsigned char* smem = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
@@ -579,49 +628,47 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
   const uint32_t q_base = smem_addr(smem + L::kQ);
   int32_t* slots_s = reinterpret_cast<int32_t*>(smem + L::kSlots);
   uint32_t* masks_s = reinterpret_cast<uint32_t*>(smem + L::kMasks);
-  const uint32_t ring = smem_addr(smem + L::kRing);
+  const uint32_t k_ring = smem_addr(smem + L::kK), v_ring = smem_addr(smem + L::kV);
+  const uint64_t row_bytes = static_cast<uint64_t>(a.kv_heads) * D * 2;
 
   pf_load_q<D>(a, b, [&](int pair, int c) { return q_base + sm90::sw128_offset(kAttentionPrefillMaxPairs, pair, c); });
   PfMeta meta;
   pf_first_chunk(pa, tl, meta, slots_s, masks_s);
-  // Copies run kAhead steps ahead, one fewer than the mma.sync kernel's:
-  // step t's PV reads its stage during step t + 1 (below), so the copies
-  // issued in step t + 1 must go to a stage neither step t nor t + 1 reads.
-  constexpr int kAhead = kPfStages - 2;
-  static_assert(kPfPublishStep + kAhead < kPfChunkSteps, "a chunk is published before its first copies");
-  const int steps = static_cast<int>((tl.ne + kPfNT - 1) / kPfNT);
-  for (int s = 0; s < kAhead; ++s) {
-    if (s < steps) pf_issue<D, true>(a, b.g, slots_s + s * kPfNT, ring + s * L::P::kStageBytes);
-    cp_async_commit();
-  }
+  const int steps = static_cast<int>((tl.ne + kWgNT - 1) / kWgNT);
+  if (steps > 0) wg_issue<D>(a.k_cache, row_bytes, b.g, slots_s, k_ring);
+  cp_async_commit();
 
   // Every warp runs every wgmma (they are warpgroup-wide); rows of pairs
   // past np hold zero Q and mask every entry, and are not stored.
   const int p0 = warp * 16 + gq, p1 = p0 + 8;
   const int tr0 = p0 < b.np ? p0 / b.hc : 31, tr1 = p1 < b.np ? p1 / b.hc : 31;
   constexpr int kDimTiles = D / 8;
-  constexpr uint32_t kAtom = 1024;           // SBO: 8 rows of 128 bytes
-  constexpr uint32_t kVCol = kPfNT * 128;    // a tile's atom column (LBO of the MN-major V)
+  constexpr uint32_t kAtom = 1024;         // SBO: 8 rows of 128 bytes
+  constexpr uint32_t kCol = kWgNT * 128;   // a tile's atom column (LBO of the MN-major V)
   // Descriptors are built once and moved by adding 16-byte units to their
   // start field (bits 0-13; shared addresses stay below 2^18, so no carry):
   // building each from an address cost 12 uniform instructions per wgmma, a
   // third of a step's instructions (ncu).
   const uint64_t q_desc = sm90::sw128_desc(q_base, 16, kAtom);
-  const uint64_t k_desc0 = sm90::sw128_desc(ring, 16, kAtom);
-  const uint64_t v_desc0 = sm90::sw128_desc(ring + L::P::kTileBytes, kVCol, kAtom);
+  const uint64_t k_desc0 = sm90::sw128_desc(k_ring, 16, kAtom);
+  const uint64_t v_desc0 = sm90::sw128_desc(v_ring, kCol, kAtom);
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
   float acc[kDimTiles][4];
 #pragma unroll
   for (int i = 0; i < kDimTiles; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
-  uint32_t p_prev[4] = {};  // step t - 1's P, the A operand of its PV
-  // O += P V of step u (P in p_prev), dims 64nb.. from atom column nb of its V tile, read MN-major.
+  uint32_t p_prev[kSlices][4] = {};  // step t - 1's P, the A operand of its PV, per k16 slice
+  // O += P V of step u (P in p_prev): dims 64nb.. from atom column nb of its
+  // V tile, read MN-major; entries 16j.. of slice j lie 16 rows on.
   auto issue_pv = [&](int u) {
-    const uint64_t vd = v_desc0 + ((u % kPfStages) * L::P::kStageBytes >> 4);
+    const uint64_t vd = v_desc0 + ((u & 1) * L::kTileBytes >> 4);
 #pragma unroll
     for (int nb = 0; nb < D / 64; ++nb)
-      sm90::wgmma_m64n64k16_rs_mn(*reinterpret_cast<float(*)[8][4]>(&acc[8 * nb]), p_prev, vd + (nb * kVCol >> 4));
+#pragma unroll
+      for (int j = 0; j < kSlices; ++j)
+        sm90::wgmma_m64n64k16_rs_mn(*reinterpret_cast<float(*)[8][4]>(&acc[8 * nb]), p_prev[j],
+                                    vd + ((nb * kCol + j * 16 * 128) >> 4));
     sm90::wgmma_commit();
   };
 
@@ -630,19 +677,19 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
   // t's alphas waits for that PV. So the tensor cores run step t - 1's PV
   // under step t's softmax (one warpgroup has nothing else to overlap).
   for (int t = 0; t < steps; ++t) {
-    cp_async_wait<kAhead - 1>();
+    cp_async_wait<0>();  // this thread's copies of K(t) and V(t - 1) (and, at step 0, Q) have landed
     sm90::fence_proxy_async_smem();  // the copies' bytes, for the wgmmas' async reads
-    __syncthreads();  // every thread's copies of step t have landed; step t - 2's wgmmas are done
-    const uint64_t kd = k_desc0 + ((t % kPfStages) * L::P::kStageBytes >> 4);
-    float s[kPfTiles * 4];
+    __syncthreads();  // everyone's have; every warp has waited for step t - 1's S and step t - 2's PV
+    const uint64_t kd = k_desc0 + ((t & 1) * L::kTileBytes >> 4);
+    float s[kTiles * 4];
 #pragma unroll
-    for (int e = 0; e < kPfTiles * 4; ++e) s[e] = 0.0f;
+    for (int e = 0; e < kTiles * 4; ++e) s[e] = 0.0f;
     sm90::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < D / 16; ++k) {  // k16 slice k: atom column k / 4, 32 bytes per slice within it
       const uint32_t in_atom = (k % 4) * 32;
-      sm90::wgmma_m64n16k16_ss(s, q_desc + (((k / 4) * kAttentionPrefillMaxPairs * 128 + in_atom) >> 4),
-                               kd + (((k / 4) * kVCol + in_atom) >> 4));
+      sm90::wgmma_m64n32k16_ss(s, q_desc + (((k / 4) * kAttentionPrefillMaxPairs * 128 + in_atom) >> 4),
+                               kd + (((k / 4) * kCol + in_atom) >> 4));
     }
     sm90::wgmma_commit();
     if (t > 0) {
@@ -651,38 +698,41 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
     } else {
       sm90::wgmma_wait<0>();
     }
-    // The step's metadata share and the copies of step t + kAhead, issued
-    // while the tensor cores run the PV: about a fifth of a step's
-    // instructions (ncu, seventeenth pass), which before ran ahead of the
-    // wgmmas. They touch neither stage t % 4 nor (t - 1) % 4, nor the chunk
-    // buffer the softmax reads.
-    pf_next_chunk(pa, tl, t, meta, slots_s, masks_s);
-    const int next = t + kAhead;
-    if (next < steps)
-      pf_issue<D, true>(a, b.g, pf_step_slots(slots_s, next), ring + (next % kPfStages) * L::P::kStageBytes);
+    // The step's metadata share and its copies (K of step t + 1 into the
+    // K tile step t - 1 read, V of step t into the V tile step t - 2's PV
+    // read), issued while the tensor cores run the PV.
+    pf_next_chunk<kWgNT>(pa, tl, t, meta, slots_s, masks_s);
+    if (t + 1 < steps)
+      wg_issue<D>(a.k_cache, row_bytes, b.g, pf_step_slots<kWgNT>(slots_s, t + 1), k_ring + ((t + 1) & 1) * L::kTileBytes);
+    wg_issue<D>(a.v_cache, row_bytes, b.g, pf_step_slots<kWgNT>(slots_s, t), v_ring + (t & 1) * L::kTileBytes);
     cp_async_commit();
-    float s4[kPfTiles][4];
+    float s4[kTiles][4];
 #pragma unroll
-    for (int n = 0; n < kPfTiles; ++n)
+    for (int n = 0; n < kTiles; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s4[n][e] = s[4 * n + e] * a.k_scale;
-    float r0[2 * kPfTiles], r1[2 * kPfTiles];
-    const PfAlpha al = pf_softmax(a, s4, pf_step_masks(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
+    float r0[2 * kTiles], r1[2 * kTiles];
+    const PfAlpha al = pf_softmax(a, s4, pf_step_masks<kWgNT>(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
     sm90::wgmma_wait<0>();  // step t - 1's PV has added into O
     if (t > 0) pf_rescale<D>(acc, al);
-    static_assert(kPfNT == 16, "one k16 slice of P per step");
-    p_prev[0] = p_bf16x2(r0[0], r0[1]);
-    p_prev[1] = p_bf16x2(r1[0], r1[1]);
-    p_prev[2] = p_bf16x2(r0[2], r0[3]);
-    p_prev[3] = p_bf16x2(r1[2], r1[3]);
+#pragma unroll
+    for (int j = 0; j < kSlices; ++j) {  // the A layout of slice j: n8 tiles 2j and 2j + 1 of S
+      p_prev[j][0] = p_bf16x2(r0[4 * j], r0[4 * j + 1]);
+      p_prev[j][1] = p_bf16x2(r1[4 * j], r1[4 * j + 1]);
+      p_prev[j][2] = p_bf16x2(r0[4 * j + 2], r0[4 * j + 3]);
+      p_prev[j][3] = p_bf16x2(r1[4 * j + 2], r1[4 * j + 3]);
+    }
   }
   if (steps > 0) {
+    cp_async_wait<0>();  // V of the last step
+    sm90::fence_proxy_async_smem();
+    __syncthreads();
     sm90::wgmma_fence();
     issue_pv(steps - 1);
     sm90::wgmma_wait<0>();
   }
   cp_async_wait<0>();
-  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kRing, smem + L::kQ);
+  pf_store<D>(pa, tl, b, acc, l0, l1, smem + L::kK, smem + L::kQ);
 #else
   __trap();  // launched only where this pass had wgmma (wgmma_prefill_supported)
 #endif

@@ -74,17 +74,18 @@ __device__ inline void wgmma_wait() {
 // through; a barrier after it then publishes them to the warpgroup.
 __device__ inline void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-// d += A B, A 64x16 and B 16x16 both from shared memory, K-major (the 16
-// k-elements of a row contiguous), fp32 accumulators (8 per thread).
-__device__ inline void wgmma_m64n16k16_ss(float (&d)[8], uint64_t desc_a, uint64_t desc_b) {
+// d += A B, A 64x16 and B 16x32 both from shared memory, K-major (the 16
+// k-elements of a row contiguous), fp32 accumulators (16 per thread).
+__device__ inline void wgmma_m64n32k16_ss(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
   asm volatile(
       "{\n"
       " .reg .pred acc;\n"
-      " setp.ne.b32 acc, %10, 0;\n"
-      " wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, acc, 1, 1, 0, 0;\n"
+      " setp.ne.b32 acc, %18, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, acc, 1, 1, 0, 0;\n"
       "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(1));
 }
 
