@@ -590,20 +590,33 @@ struct WgSmem {
 };
 
 // The copies of kWgNT rows of one cache (K or V) into a tile in the atom
-// layout (16 bytes per copy, zero-filled for slot -1), spread over the block.
+// layout (16 bytes per copy, zero-filled for slot -1), spread over the
+// block: warp w copies rows 8w..8w + 7, 32 / (D / 8) rows per instruction,
+// each lane the same 16-byte piece of its rows. So a warp's 8 slots are two
+// 16-byte shared loads (one per row, each waited for by its address, drew
+// the most stall samples of the step: ncu, docs/performance.md, twentieth
+// pass), a source address is one wide multiply-add, and at D = 256 a
+// destination differs from the lane's first by immediates.
 template <int D>
-__device__ void wg_issue(const void* cache, uint64_t row_bytes, int g, const int32_t* slots, uint32_t tile) {
-  constexpr int kPieces = D / 8;  // 16-byte pieces of a bf16 row
-  constexpr int kCopies = kWgNT * kPieces;
-  static_assert(kCopies % kPfBlock == 0, "whole copies per thread");
-  const auto* base = static_cast<const unsigned char*>(cache) + static_cast<uint64_t>(g) * D * 2;
+__device__ void wg_issue(const void* cache, uint32_t row_bytes, int g, const int32_t* slots, uint32_t tile) {
+  constexpr int kPieces = D / 8;               // 16-byte pieces of a bf16 row
+  constexpr int kRowsPer = 32 / kPieces;       // rows one warp instruction covers
+  constexpr int kWarpRows = kWgNT / kPfWarps;  // rows per warp
+  static_assert(kWarpRows == 8 && kRowsPer <= kWarpRows, "a warp's slots are two int4");
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
+  const int c = lane % kPieces, sub = lane / kPieces;  // this lane's piece, and its row within an instruction's
+  const int4 lo = reinterpret_cast<const int4*>(slots + warp * kWarpRows)[0];
+  const int4 hi = reinterpret_cast<const int4*>(slots + warp * kWarpRows)[1];
+  const int32_t s8[kWarpRows] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const auto* base = static_cast<const unsigned char*>(cache) + static_cast<uint64_t>(g) * D * 2 + c * 16;
 #pragma unroll
-  for (int k = 0; k < kCopies / kPfBlock; ++k) {
-    const int i = static_cast<int>(threadIdx.x) + k * kPfBlock;
-    const int r = i / kPieces, c = i % kPieces;
-    const int32_t slot = slots[r];
-    const uint64_t src = static_cast<uint64_t>(max(slot, 0)) * row_bytes + static_cast<uint64_t>(c) * 16;
-    cp_async16_unless_negative(tile + sm90::sw128_offset(kWgNT, r, 8 * c), base + src, slot);
+  for (int k = 0; k < kWarpRows / kRowsPer; ++k) {
+    int32_t slot = s8[k * kRowsPer];
+#pragma unroll
+    for (int j = 1; j < kRowsPer; ++j) slot = sub == j ? s8[k * kRowsPer + j] : slot;
+    const int r = warp * kWarpRows + k * kRowsPer + sub;
+    cp_async16_unless_negative(tile + sm90::sw128_offset(kWgNT, r, 8 * c),
+                               mad_wide_u32(static_cast<uint32_t>(max(slot, 0)), row_bytes, base), slot);
   }
 }
 
@@ -629,7 +642,7 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
   int32_t* slots_s = reinterpret_cast<int32_t*>(smem + L::kSlots);
   uint32_t* masks_s = reinterpret_cast<uint32_t*>(smem + L::kMasks);
   const uint32_t k_ring = smem_addr(smem + L::kK), v_ring = smem_addr(smem + L::kV);
-  const uint64_t row_bytes = static_cast<uint64_t>(a.kv_heads) * D * 2;
+  const uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * D * 2;  // a slot's offset: one 32 x 32 -> 64-bit product
 
   pf_load_q<D>(a, b, [&](int pair, int c) { return q_base + sm90::sw128_offset(kAttentionPrefillMaxPairs, pair, c); });
   PfMeta meta;
