@@ -84,15 +84,15 @@ inline constexpr int64_t kAttentionPrefillMinRowsPerTile = 4;
 // SparseAttentionArgs::prefill_row_ids), a threshold per union kernel
 // (sparse_attention_prefill_min_reuse picks the one that applies).
 // Measured on the H200 at the model's shape (docs/performance.md,
-// nineteenth and twentieth passes): the decode kernel's time does not
-// depend on what the rows share; the Hopper union kernel (32 entries per
-// step) overtakes it at reuse 1.48 (8K-row chunk at 32K context), 1.77
-// (2K rows) and 1.9 (512 rows), and at 4K context below the least reuse
-// measured there (2.15-2.67); the sm_80 union kernel overtakes it at 2.8
-// (8K rows at 32K, the one shape measured for it). Each threshold sits at
-// or above its kernel's crossings, so kAuto never takes a union kernel
-// where it was measured slower.
-inline constexpr double kAttentionPrefillMinReuseHopper = 2.0;
+// twentieth pass): the decode kernel's time does not depend on what the
+// rows share; the Hopper union kernel overtakes it near reuse 1.22
+// (8K-row chunk at 32K context), 1.42 (2K rows) and 1.55 (512 rows), and
+// is 10% or more faster at 1.75 on all three (at 4K context it was faster
+// at every reuse measured, 2.15 and up); the sm_80 union kernel overtakes
+// it at 2.8 (8K rows at 32K, the one shape measured for it). Each
+// threshold sits at or above its kernel's crossings, so kAuto never takes a
+// union kernel where it was measured slower.
+inline constexpr double kAttentionPrefillMinReuseHopper = 1.7;
 inline constexpr double kAttentionPrefillMinReuse = 3.0;  // the sm_80 kernel
 
 // Limits of the prefill kernel: rows per tile (one mask bit each), (row,
