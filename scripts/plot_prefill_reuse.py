@@ -56,10 +56,8 @@ def merged(names):
     out = {}
     for name in names:
         for bench, pts in read_sweep(name).items():
-            by_share = dict((s, (s, t, r)) for s, t, r in out.get(bench, []))
-            by_share.update((s, (s, t, r)) for s, t, r in pts)
-            out[bench] = sorted(by_share.values())
-    return out
+            out.setdefault(bench, {}).update((pt[0], pt) for pt in pts)
+    return {bench: sorted(by_share.values()) for bench, by_share in out.items()}
 
 
 def union_over_decode(points, bench):
