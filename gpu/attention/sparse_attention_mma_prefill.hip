@@ -149,29 +149,54 @@ __device__ inline void pf_publish(const KernelArgs& a, const PfTile& tl, int k, 
   }
 }
 
+// The copies of kRows rows of one cache (K or V) of KV group g, 16 bytes
+// per copy, zero-filled for slot -1, spread over the block: warp w copies
+// rows w kRows / kPfWarps.. of the step, 32 / (D / 8) rows per
+// instruction, each lane the same 16-byte piece of its rows; dst(r, c) is
+// the shared address of piece c of row r. So a warp's slots are one or two
+// 16-byte shared loads issued together (one per row, each waited for by its
+// address, drew the most stall samples of the Hopper kernel's step: ncu,
+// docs/performance.md, twentieth pass) and a source address is one wide
+// multiply-add.
+template <int D, int kRows, class Dst>
+__device__ void pf_copy_rows(const void* cache, uint32_t row_bytes, int g, const int32_t* slots, Dst dst) {
+  constexpr int kPieces = D / 8;              // 16-byte pieces of a bf16 row
+  constexpr int kRowsPer = 32 / kPieces;      // rows one warp instruction covers
+  constexpr int kWarpRows = kRows / kPfWarps;  // rows per warp
+  static_assert(kWarpRows % 4 == 0 && kRowsPer <= kWarpRows, "a warp's slots are whole int4");
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
+  const int c = lane % kPieces, sub = lane / kPieces;  // this lane's piece, and its row within an instruction's
+  int32_t sl[kWarpRows];
+#pragma unroll
+  for (int k = 0; k < kWarpRows / 4; ++k) {
+    const int4 v = reinterpret_cast<const int4*>(slots + warp * kWarpRows)[k];
+    sl[4 * k] = v.x;
+    sl[4 * k + 1] = v.y;
+    sl[4 * k + 2] = v.z;
+    sl[4 * k + 3] = v.w;
+  }
+  const auto* base = static_cast<const unsigned char*>(cache) + static_cast<uint64_t>(g) * D * 2 + c * 16;
+#pragma unroll
+  for (int k = 0; k < kWarpRows / kRowsPer; ++k) {
+    int32_t slot = sl[k * kRowsPer];
+#pragma unroll
+    for (int j = 1; j < kRowsPer; ++j) slot = sub == j ? sl[k * kRowsPer + j] : slot;
+    const int r = warp * kWarpRows + k * kRowsPer + sub;
+    cp_async16_unless_negative(dst(r, c), mad_wide_u32(static_cast<uint32_t>(max(slot, 0)), row_bytes, base), slot);
+  }
+}
+
 // The copies of one step's kPfNT K and V rows into a ring stage of the
-// sm_80 kernel (16 bytes per copy, zero-filled for slot -1; the decode
-// kernel's swizzled rows), spread over the block.
+// sm_80 kernel (the decode kernel's swizzled rows).
 template <int D>
 __device__ void pf_issue(const KernelArgs& a, int g, const int32_t* slots, uint32_t stage) {
   using L = PfSmem<D>;
-  constexpr int kPieces = D / 8;  // 16-byte pieces of a bf16 row
-  constexpr int kCopies = kPfNT * kPieces;
-  const uint64_t row_bytes = static_cast<uint64_t>(a.kv_heads) * L::kRowBytes;
-  const auto* k_cache = static_cast<const unsigned char*>(a.k_cache) + static_cast<uint64_t>(g) * L::kRowBytes;
-  const auto* v_cache = static_cast<const unsigned char*>(a.v_cache) + static_cast<uint64_t>(g) * L::kRowBytes;
-#pragma unroll
-  for (int k = 0; k < (kCopies + kPfBlock - 1) / kPfBlock; ++k) {
-    const int i = static_cast<int>(threadIdx.x) + k * kPfBlock;
-    if (i >= kCopies) break;
-    const int r = i / kPieces, c = i % kPieces;
-    const int32_t slot = slots[r];
-    const uint64_t src = static_cast<uint64_t>(max(slot, 0)) * row_bytes + static_cast<uint64_t>(c) * 16;
-    const uint32_t dst = stage + static_cast<uint32_t>(r * L::kRowBytes) +
-                         ((static_cast<uint32_t>(c) * 16) ^ Smem<D, uint16_t>::k_swizzle(r));
-    cp_async16_unless_negative(dst, k_cache + src, slot);
-    cp_async16_unless_negative(dst + L::kTileBytes, v_cache + src, slot);
-  }
+  const uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * L::kRowBytes;
+  auto dst = [stage](int r, int c) {
+    return stage + static_cast<uint32_t>(r * L::kRowBytes) + ((static_cast<uint32_t>(c) * 16) ^ Smem<D, uint16_t>::k_swizzle(r));
+  };
+  pf_copy_rows<D, kPfNT>(a.k_cache, row_bytes, g, slots, dst);
+  pf_copy_rows<D, kPfNT>(a.v_cache, row_bytes, g, slots, [dst](int r, int c) { return dst(r, c) + L::kTileBytes; });
 }
 
 // One pair's output the slow, exact way, by one warp: the reference's
@@ -330,6 +355,27 @@ __device__ inline const uint32_t* pf_step_masks(const uint32_t* masks_s, int t) 
   return masks_s + ((t / C::kSteps) & 1) * kPfChunk + (t % C::kSteps) * kNT + 2 * (lane32() & 3);
 }
 
+// Those masks in registers, one 8-byte load per n8 tile (its two entries
+// are adjacent): m[2n + j] is entry 8n + 2tq + j's. Loaded where the
+// softmax used them, each was a shared-memory round trip on its path; the
+// Hopper kernel loads them before it waits for the logits.
+template <int kTiles>
+struct PfMasks {
+  uint32_t m[2 * kTiles];
+};
+template <int kNT>
+__device__ inline PfMasks<kNT / 8> pf_load_masks(const uint32_t* masks_s, int t) {
+  const uint32_t* mk = pf_step_masks<kNT>(masks_s, t);
+  PfMasks<kNT / 8> r;
+#pragma unroll
+  for (int n = 0; n < kNT / 8; ++n) {
+    const uint2 v = *reinterpret_cast<const uint2*>(mk + 8 * n);
+    r.m[2 * n] = v.x;
+    r.m[2 * n + 1] = v.y;
+  }
+  return r;
+}
+
 // One step of this lane's two pair rows (tile rows tr0, tr1; 31: none):
 // the logits s4 (n8 tile n, mma layout) scaled and rounded as the decode
 // kernel does, masked to the entries each row attends (mk: the step's
@@ -339,7 +385,7 @@ struct PfAlpha {
   float a0, a1;
 };
 template <int kTiles>
-__device__ inline PfAlpha pf_softmax(const KernelArgs& a, float (&s4)[kTiles][4], const uint32_t* mk, int tr0, int tr1,
+__device__ inline PfAlpha pf_softmax(const KernelArgs& a, float (&s4)[kTiles][4], const PfMasks<kTiles>& mk, int tr0, int tr1,
                                      float (&r0)[2 * kTiles], float (&r1)[2 * kTiles], float& m0, float& m1, float& l0,
                                      float& l1) {
   if (a.round_logits) {
@@ -358,7 +404,7 @@ __device__ inline PfAlpha pf_softmax(const KernelArgs& a, float (&s4)[kTiles][4]
   for (int n = 0; n < kTiles; ++n)
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const uint32_t m = mk[8 * n + j];
+      const uint32_t m = mk.m[2 * n + j];
       r0[2 * n + j] = (m >> tr0) & 1u ? s4[n][j] : -INFINITY;
       r1[2 * n + j] = (m >> tr1) & 1u ? s4[n][2 + j] : -INFINITY;
     }
@@ -531,7 +577,7 @@ __global__ void __launch_bounds__(kPfBlock) mma_prefill_kernel(PrefillArgs pa) {
       for (int e = 0; e < 4; ++e) s4[n][e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
     }
     float r0[2 * kPfTiles], r1[2 * kPfTiles];
-    const PfAlpha al = pf_softmax(a, s4, pf_step_masks<kPfNT>(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
+    const PfAlpha al = pf_softmax(a, s4, pf_load_masks<kPfNT>(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
     if (t > 0) pf_rescale<D>(acc, al);
 #pragma unroll
     for (int n = 0; n < kPfTiles; ++n) {
@@ -590,34 +636,11 @@ struct WgSmem {
 };
 
 // The copies of kWgNT rows of one cache (K or V) into a tile in the atom
-// layout (16 bytes per copy, zero-filled for slot -1), spread over the
-// block: warp w copies rows 8w..8w + 7, 32 / (D / 8) rows per instruction,
-// each lane the same 16-byte piece of its rows. So a warp's 8 slots are two
-// 16-byte shared loads (one per row, each waited for by its address, drew
-// the most stall samples of the step: ncu, docs/performance.md, twentieth
-// pass), a source address is one wide multiply-add, and at D = 256 a
-// destination differs from the lane's first by immediates.
+// layout (pf_copy_rows: 8 rows per warp).
 template <int D>
 __device__ void wg_issue(const void* cache, uint32_t row_bytes, int g, const int32_t* slots, uint32_t tile) {
-  constexpr int kPieces = D / 8;               // 16-byte pieces of a bf16 row
-  constexpr int kRowsPer = 32 / kPieces;       // rows one warp instruction covers
-  constexpr int kWarpRows = kWgNT / kPfWarps;  // rows per warp
-  static_assert(kWarpRows == 8 && kRowsPer <= kWarpRows, "a warp's slots are two int4");
-  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
-  const int c = lane % kPieces, sub = lane / kPieces;  // this lane's piece, and its row within an instruction's
-  const int4 lo = reinterpret_cast<const int4*>(slots + warp * kWarpRows)[0];
-  const int4 hi = reinterpret_cast<const int4*>(slots + warp * kWarpRows)[1];
-  const int32_t s8[kWarpRows] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  const auto* base = static_cast<const unsigned char*>(cache) + static_cast<uint64_t>(g) * D * 2 + c * 16;
-#pragma unroll
-  for (int k = 0; k < kWarpRows / kRowsPer; ++k) {
-    int32_t slot = s8[k * kRowsPer];
-#pragma unroll
-    for (int j = 1; j < kRowsPer; ++j) slot = sub == j ? s8[k * kRowsPer + j] : slot;
-    const int r = warp * kWarpRows + k * kRowsPer + sub;
-    cp_async16_unless_negative(tile + sm90::sw128_offset(kWgNT, r, 8 * c),
-                               mad_wide_u32(static_cast<uint32_t>(max(slot, 0)), row_bytes, base), slot);
-  }
+  pf_copy_rows<D, kWgNT>(cache, row_bytes, g, slots,
+                         [tile](int r, int c) { return tile + sm90::sw128_offset(kWgNT, r, 8 * c); });
 }
 
 template <int D>
@@ -707,26 +730,33 @@ __global__ void __launch_bounds__(kPfBlock) wgmma_prefill_kernel(PrefillArgs pa)
     sm90::wgmma_commit();
     if (t > 0) {
       issue_pv(t - 1);
-      sm90::wgmma_wait<1>();  // S (committed first) is done; the PV may still run
     } else {
-      sm90::wgmma_wait<0>();
+      // An empty group, so every step waits for S with wait<1>: with the
+      // copies between the commits and the wait, a wait whose group count
+      // depended on the step made ptxas serialize the wgmmas (C7514).
+      sm90::wgmma_commit();
     }
     // The step's metadata share and its copies (K of step t + 1 into the
     // K tile step t - 1 read, V of step t into the V tile step t - 2's PV
-    // read), issued while the tensor cores run the PV.
+    // read), issued while the tensor cores run S and the PV: both tiles
+    // were freed by waits before the barrier.
     pf_next_chunk<kWgNT>(pa, tl, t, meta, slots_s, masks_s);
     if (t + 1 < steps)
       wg_issue<D>(a.k_cache, row_bytes, b.g, pf_step_slots<kWgNT>(slots_s, t + 1), k_ring + ((t + 1) & 1) * L::kTileBytes);
     wg_issue<D>(a.v_cache, row_bytes, b.g, pf_step_slots<kWgNT>(slots_s, t), v_ring + (t & 1) * L::kTileBytes);
     cp_async_commit();
+    const PfMasks<kTiles> mk = pf_load_masks<kWgNT>(masks_s, t);
+    sm90::wgmma_wait<1>();  // S (committed first) is done; the PV may still run
+    sm90::fence_operands(s);
     float s4[kTiles][4];
 #pragma unroll
     for (int n = 0; n < kTiles; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s4[n][e] = s[4 * n + e] * a.k_scale;
     float r0[2 * kTiles], r1[2 * kTiles];
-    const PfAlpha al = pf_softmax(a, s4, pf_step_masks<kWgNT>(masks_s, t), tr0, tr1, r0, r1, m0, m1, l0, l1);
+    const PfAlpha al = pf_softmax(a, s4, mk, tr0, tr1, r0, r1, m0, m1, l0, l1);
     sm90::wgmma_wait<0>();  // step t - 1's PV has added into O
+    sm90::fence_operands(*reinterpret_cast<float(*)[kDimTiles * 4]>(&acc));
     if (t > 0) pf_rescale<D>(acc, al);
 #pragma unroll
     for (int j = 0; j < kSlices; ++j) {  // the A layout of slice j: n8 tiles 2j and 2j + 1 of S

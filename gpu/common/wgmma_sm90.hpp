@@ -69,6 +69,15 @@ template <int kPending>
 __device__ inline void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
 }
+// Pins registers a wgmma writes to this point of the program: the compiler
+// sees a wgmma's outputs as ready when it is issued, so without this it may
+// move their readers above the wait that makes them so (ptxas then
+// serializes the wgmmas: warning C7514).
+template <int kN>
+__device__ inline void fence_operands(float (&r)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
 // Makes this thread's generic-proxy writes to shared memory (plain stores,
 // cp.async after its wait) visible to the async proxy that wgmma reads
 // through; a barrier after it then publishes them to the warpgroup.
