@@ -12,6 +12,7 @@
 
 #include "gpu/attention/attention_tile.hpp"
 #include "gpu/common/device_api.hpp"
+#include "gpu/common/exact_math.hpp"
 #include "gpu/common/mma_sm80.hpp"
 
 #if defined(QSA_GPU_CUDA)
@@ -169,11 +170,7 @@ __device__ inline float softmax_row(float (&s)[N], float& m, float& l) {
 // Two weights as the PV mma's A register: rounded to bf16 (round to
 // nearest even, one instruction), the canonical P; for the fp8 path then
 // widened to f16, which holds every bf16 value in [2^-17, 65504] exactly.
-__device__ inline uint32_t p_bf16x2(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
+__device__ inline uint32_t p_bf16x2(float lo, float hi) { return exact::bf16x2_rn(lo, hi); }
 
 // A lane's ldmatrix row offsets in a swizzled bf16 K or V tile. For K
 // (non-transposed: the b0, b1 of two k16 slices) and for V (transposed: the

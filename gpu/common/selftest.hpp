@@ -21,4 +21,24 @@ void fp8_decode_on_device(const uint8_t* codes, float* out, size_t n, bool fnuz,
 // of wave 0, wave_min(100 - lane) of wave 0, number of waves}.
 void wave_probe_on_device(int threads, int* out, hipStream_t stream);
 
+// Checks of gpu/common/exact_math.hpp's branch-free forms against the plain
+// operators on the device (NVIDIA only: exact_math_checks_exist() is false
+// elsewhere and the checks return zero counts). `checked` inputs were in
+// the form's range, `mismatched` of them gave other bits than the plain
+// operator (first_bad: the bits of one such input).
+struct ExactMathCounts {
+  uint64_t checked = 0, mismatched = 0;
+  uint64_t first_bad = 0;
+};
+bool exact_math_checks_exist();
+// exact::rcp_rn against 1.0f / d for every float d in [1, 2^126), and its
+// flag on d = 2^126, inf, NaN and 0.5 (each counted as a mismatch if kept).
+ExactMathCounts check_exact_rcp_on_device(hipStream_t stream);
+// exact::bf16x2_rn against float_to_bf16_bits for every float bf16_rn_exact
+// accepts (both halves), and bf16_rn_exact against its contract.
+ExactMathCounts check_exact_bf16_on_device(hipStream_t stream);
+// exact::div_rn(v, 1 / l) against v / l on n pairs of random bits (v any
+// float, l positive and finite), counter-based from seed.
+ExactMathCounts check_exact_div_on_device(uint64_t seed, uint64_t n, hipStream_t stream);
+
 }  // namespace qsa::gpu

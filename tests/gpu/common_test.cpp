@@ -8,12 +8,18 @@
 //  - DeviceBuffer round-trips data and poison fills every element, also for
 //    16- and 8-bit buffers of odd length;
 //  - the wave size is queried (32 or 64), agrees between host and device, and
-//    the wave reductions return the closed forms.
+//    the wave reductions return the closed forms;
+//  - gpu/common/exact_math.hpp's branch-free forms (NVIDIA): the reciprocal
+//    equals 1.0f / d for every float of its range, the bf16 conversion equals
+//    the codec for every zero, normal and infinite float, and the division
+//    equals v / l on 2^28 random pairs; each flag drops outside its range.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "gpu/common/bf16.hpp"
@@ -146,6 +152,40 @@ TEST(GpuWave, SizeIsQueriedAndPrimitivesAgree) {
   EXPECT_EQ(r[2], w - 1) << "wave_max of lane";
   EXPECT_EQ(r[3], 100 - (w - 1)) << "wave_min of 100 - lane";
   EXPECT_EQ(r[4], kThreads / w) << "waves per block";
+}
+
+// The exact forms decide bits of every prefill output (pf_outputs_fast), so
+// each is checked where it claims to be exact, exhaustively where one
+// argument makes that cheap.
+std::string counts_text(const gpu::ExactMathCounts& c) {
+  std::ostringstream os;
+  os << c.checked << " checked, " << c.mismatched << " mismatched (first bad input 0x" << std::hex << c.first_bad
+     << ")";
+  return os.str();
+}
+
+TEST(GpuExactMath, ReciprocalIsCorrectlyRoundedOnItsWholeRange) {
+  if (!gpu::exact_math_checks_exist()) GTEST_SKIP() << "exact_math.hpp is NVIDIA only";
+  const gpu::ExactMathCounts c = gpu::check_exact_rcp_on_device(nullptr);
+  EXPECT_EQ(c.checked, (uint64_t{126} << 23) + 4) << counts_text(c);  // every float of [1, 2^126), 4 outside
+  EXPECT_EQ(c.mismatched, 0u) << counts_text(c);
+}
+
+TEST(GpuExactMath, Bf16ConversionMatchesTheCodecOnEveryZeroNormalAndInfiniteFloat) {
+  if (!gpu::exact_math_checks_exist()) GTEST_SKIP() << "exact_math.hpp is NVIDIA only";
+  const gpu::ExactMathCounts c = gpu::check_exact_bf16_on_device(nullptr);
+  EXPECT_EQ(c.checked, uint64_t{1} << 32) << counts_text(c);
+  EXPECT_EQ(c.mismatched, 0u) << counts_text(c);
+}
+
+TEST(GpuExactMath, DivisionMatchesTheOperatorOnRandomPairs) {
+  if (!gpu::exact_math_checks_exist()) GTEST_SKIP() << "exact_math.hpp is NVIDIA only";
+  constexpr uint64_t kPairs = uint64_t{1} << 28;
+  SCOPED_TRACE(testing::Message() << "seed " << kSeed << ", " << kPairs << " pairs");
+  const gpu::ExactMathCounts c = gpu::check_exact_div_on_device(kSeed, kPairs, nullptr);
+  // About half the pairs have a quotient in div_rn's range (random exponents).
+  EXPECT_GT(c.checked, kPairs / 4) << counts_text(c);
+  EXPECT_EQ(c.mismatched, 0u) << counts_text(c);
 }
 
 }  // namespace
