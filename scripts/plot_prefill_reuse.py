@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots issue 7's prefill attention on the H200 (docs/performance.md, nineteenth and twentieth
+"""Plots issue 7's prefill attention on the H200 (docs/performance.md, nineteenth to twenty-first
 passes) from the share sweeps kept under docs/bench/issue7-versions/ (scripts/bench_share.py's
 share.json): each version of the Hopper union-tile kernel against the plan's reuse (attended
 (row, id) pairs per entry loaded, the axis kAuto decides on), next to the decode kernel, which
@@ -34,8 +34,9 @@ VERSIONS = [
     ("f85446b (16 entries per step)", ["decode-crossover-f85446b", "crossover-shapes-42fb8f1"], 2.3),
     ("f4b813a (32 entries per step)", ["wg32-after", "crossover-shapes-wg32", "crossover-short-8a41668"], 2.0),
     ("5eaa1cf (copies by warp rows)", ["5eaa1cf", "crossover-short-5eaa1cf"], 1.7),
+    ("3c29945 (exact epilogue)", ["3c29945"], 1.7),
 ]
-COLORS = ["#8c8c8c", "#4c72b0", "#c44e52"]
+COLORS = ["#8c8c8c", "#4c72b0", "#c44e52", "#55a868"]
 
 
 def read_sweep(name):
