@@ -117,21 +117,25 @@ struct PfTile {
   uint32_t rows_ok = 0;    // rows of the tile that belong to req
 };
 
-// Chunk k's ids and masks (rows outside rows_ok dropped; past the tile: none).
+// Chunk k's ids and masks (past the tile: none). Only loaded here: using a
+// mask at once (it was `& rows_ok`) waited out the load's whole latency in
+// the step that issued it (ncu, docs/performance.md, twenty-first pass).
 __device__ inline void pf_load_ids(const PrefillArgs& pa, const PfTile& tl, int k, PfMeta& m) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int64_t e = int64_t{k} * kPfChunk + static_cast<int>(threadIdx.x) + j * kPfBlock;
     const bool in = e < tl.ne;
     m.id[j] = in ? pa.ids[tl.e0 + e] : -1;
-    m.mask[j] = in ? pa.masks[tl.e0 + e] & tl.rows_ok : 0u;
+    m.mask[j] = in ? pa.masks[tl.e0 + e] : 0u;
   }
 }
 
-// Their page-table entries (none for entries no row attends).
+// Their masks without the rows outside rows_ok, and their page-table entries
+// (none for entries no row attends).
 __device__ inline void pf_load_pages(const KernelArgs& a, const PfTile& tl, PfMeta& m) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
+    m.mask[j] &= tl.rows_ok;
     m.page[j] = m.mask[j] != 0u ? page_of(a, m.id[j]) : -1;
     m.phys[j] = m.page[j] >= 0 ? a.block_table[static_cast<int64_t>(tl.req) * a.max_pages + m.page[j]] : -1;
   }
