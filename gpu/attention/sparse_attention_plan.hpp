@@ -84,15 +84,16 @@ inline constexpr int64_t kAttentionPrefillMinRowsPerTile = 4;
 // SparseAttentionArgs::prefill_row_ids), a threshold per union kernel
 // (sparse_attention_prefill_min_reuse picks the one that applies).
 // Measured on the H200 at the model's shape (docs/performance.md,
-// twentieth pass): the decode kernel's time does not depend on what the
-// rows share; the Hopper union kernel overtakes it near reuse 1.22
-// (8K-row chunk at 32K context), 1.43 (2K rows) and 1.56 (512 rows), and
-// is 10% or more faster at 1.75 on all three (at 4K context it was faster
-// at every reuse measured, 2.15 and up); the sm_80 union kernel overtakes
-// it at 2.8 (8K rows at 32K, the one shape measured for it). Each
-// threshold sits at or above its kernel's crossings, so kAuto never takes a
-// union kernel where it was measured slower.
-inline constexpr double kAttentionPrefillMinReuseHopper = 1.7;
+// twentieth and twenty-first passes): the decode kernel's time does not
+// depend on what the rows share; the Hopper union kernel overtakes it near
+// reuse 1.12 (8K-row chunk at 32K context), 1.30 (2K rows) and 1.41 (512
+// rows), and is 16% or more faster at 1.75 on all three (at 4K context it
+// was faster at every reuse measured, 2.15 and up); the sm_80 union kernel
+// overtook it at 2.8 (8K rows at 32K, the one shape measured for it, before
+// the twenty-first pass made it 15% faster). Each threshold sits at or
+// above its kernel's crossings, so kAuto never takes a union kernel where it
+// was measured slower.
+inline constexpr double kAttentionPrefillMinReuseHopper = 1.5;
 inline constexpr double kAttentionPrefillMinReuse = 3.0;  // the sm_80 kernel
 
 // Limits of the prefill kernel: rows per tile (one mask bit each), (row,
