@@ -15,8 +15,9 @@ It prints each version's time at the highest share and each crossing, interpolat
 Usage: scripts/plot_prefill_reuse.py [--out FILE.png] [--force]
   (default FILE: docs/figures/issue7-prefill-reuse.png; an existing FILE is replaced only with
   --force)
-A missing or malformed sweep file, or an existing output without --force, is an error naming it
-(exit 2).
+A version may have been swept at the short chunks only (no line on the left). A missing or
+malformed sweep file, a version with neither the 8K chunk nor a short one, or an existing output
+without --force, is an error naming it (exit 2).
 """
 import json
 import os
@@ -35,8 +36,10 @@ VERSIONS = [
     ("f4b813a (32 entries per step)", ["wg32-after", "crossover-shapes-wg32", "crossover-short-8a41668"], 2.0),
     ("5eaa1cf (copies by warp rows)", ["5eaa1cf", "crossover-short-5eaa1cf"], 1.7),
     ("3c29945 (exact epilogue)", ["3c29945"], 1.7),
+    ("1e59054 (masks late)", ["crossover-short-1e59054"], 1.5),
 ]
-COLORS = ["#8c8c8c", "#4c72b0", "#c44e52", "#55a868"]
+COLORS = ["#8c8c8c", "#4c72b0", "#c44e52", "#55a868", "#8172b3"]
+SHORT_CHUNKS = ("512", "2048")
 
 
 def read_sweep(name):
@@ -78,12 +81,16 @@ def crossing(ratios):
     return None
 
 
+def short_bench(rows):
+    return f"attention/prefill/c{rows}/ctx32768/bf16"
+
+
 def load_data():
     data = []
     for label, names, threshold in VERSIONS:
         points = merged(names)
-        if CHUNK8K not in points:
-            raise FigureInputError(f"{label}: no {CHUNK8K} in {', '.join(names)}")
+        if CHUNK8K not in points and not any(short_bench(rows) in points for rows in SHORT_CHUNKS):
+            raise FigureInputError(f"{label}: neither {CHUNK8K} nor a short chunk in {', '.join(names)}")
         data.append((label, points, threshold))
     return data
 
@@ -92,13 +99,14 @@ def draw(plt, data):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.3))
     decode = None
     for (label, points, threshold), color in zip(data, COLORS):
-        pts = sorted((r, t / 1e3) for _, t, r in points[CHUNK8K] if r is not None)
-        left.plot([r for r, _ in pts], [t for _, t in pts], "o-", color=color, label=label)
-        print(f"{label}: 8K chunk {pts[-1][1]:.2f} ms at reuse {pts[-1][0]:.2f}")
+        if CHUNK8K in points:  # (a version swept at short chunks only has no line here)
+            pts = sorted((r, t / 1e3) for _, t, r in points[CHUNK8K] if r is not None)
+            left.plot([r for r, _ in pts], [t for _, t in pts], "o-", color=color, label=label)
+            print(f"{label}: 8K chunk {pts[-1][1]:.2f} ms at reuse {pts[-1][0]:.2f}")
         if CHUNK8K + "/decode_kernel" in points:
             decode = points[CHUNK8K + "/decode_kernel"]
-        for rows, style in (("512", "o-"), ("2048", "s--")):
-            ratios = union_over_decode(points, f"attention/prefill/c{rows}/ctx32768/bf16")
+        for rows, style in zip(SHORT_CHUNKS, ("o-", "s--")):
+            ratios = union_over_decode(points, short_bench(rows))
             if ratios:
                 right.plot([r for r, _ in ratios], [q for _, q in ratios], style, color=color,
                            label=f"{label.split()[0]}, {rows} rows")

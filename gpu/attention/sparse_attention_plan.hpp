@@ -86,7 +86,7 @@ inline constexpr int64_t kAttentionPrefillMinRowsPerTile = 4;
 // Measured on the H200 at the model's shape (docs/performance.md,
 // twentieth and twenty-first passes): the decode kernel's time does not
 // depend on what the rows share; the Hopper union kernel overtakes it near
-// reuse 1.12 (8K-row chunk at 32K context), 1.30 (2K rows) and 1.41 (512
+// reuse 1.12 (8K-row chunk at 32K context), 1.30 (2K rows) and 1.42 (512
 // rows), and is 16% or more faster at 1.75 on all three (at 4K context it
 // was faster at every reuse measured, 2.15 and up); the sm_80 union kernel
 // overtook it at 2.8 (8K rows at 32K, the one shape measured for it, before
