@@ -224,7 +224,7 @@ PY
       expect_figure plot_topk_phases.py topk.png '2bf7300: float compare in the gather: .*gather 12222, .*total 40769 cycles'
       expect_figure plot_row_hist.py rowhist.png 'the scorer.s first block ends 33[.]0 us before its last'
       expect_figure plot_score_stores.py stores.png 'back within 2% of 124[.]0 us at 57[.]7 ms'
-      expect_figure plot_prefill_reuse.py reuse.png '5eaa1cf .*: 512 rows cross the decode kernel at reuse 1[.]56'
+      expect_figure plot_prefill_reuse.py reuse.png '1e59054 .*: 512 rows cross the decode kernel at reuse 1[.]42'
       # An output that cannot be written is refused by name, not a traceback.
       expect 2 'cannot write .*no-such-dir' "$python" "$src/scripts/plot_topk_phases.py" --out "$work/no-such-dir/topk.png"
     else
