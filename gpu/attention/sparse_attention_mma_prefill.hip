@@ -346,18 +346,18 @@ __device__ inline void pf_first_chunk(const PrefillArgs& pa, const PfTile& tl, P
   __syncthreads();
 }
 
-// Step t's slots in the two chunk buffers (kNT entries per step).
+// Where step t's kNT entries start in the two chunk buffers (slots and
+// masks share the layout).
 template <int kNT>
-__device__ inline const int32_t* pf_step_slots(const int32_t* slots_s, int t) {
+__device__ inline int pf_step_offset(int t) {
   using C = ChunkSteps<kNT>;
-  return slots_s + ((t / C::kSteps) & 1) * kPfChunk + (t % C::kSteps) * kNT;
+  return ((t / C::kSteps) & 1) * kPfChunk + (t % C::kSteps) * kNT;
 }
 
-// Step t's masks of this lane's entries 2tq, 2tq + 1 (of each n8 tile).
+// Step t's slots.
 template <int kNT>
-__device__ inline const uint32_t* pf_step_masks(const uint32_t* masks_s, int t) {
-  using C = ChunkSteps<kNT>;
-  return masks_s + ((t / C::kSteps) & 1) * kPfChunk + (t % C::kSteps) * kNT + 2 * (lane32() & 3);
+__device__ inline const int32_t* pf_step_slots(const int32_t* slots_s, int t) {
+  return slots_s + pf_step_offset<kNT>(t);
 }
 
 // Those masks in registers, one 8-byte load per n8 tile (its two entries
@@ -370,7 +370,7 @@ struct PfMasks {
 };
 template <int kNT>
 __device__ inline PfMasks<kNT / 8> pf_load_masks(const uint32_t* masks_s, int t) {
-  const uint32_t* mk = pf_step_masks<kNT>(masks_s, t);
+  const uint32_t* mk = masks_s + pf_step_offset<kNT>(t) + 2 * (lane32() & 3);  // this lane's entries 2tq, 2tq + 1
   PfMasks<kNT / 8> r;
 #pragma unroll
   for (int n = 0; n < kNT / 8; ++n) {
