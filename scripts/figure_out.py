@@ -11,6 +11,8 @@ import os
 import sys
 
 FIGURES = os.path.join(os.path.dirname(__file__), "..", "docs", "figures")
+# The raw data of issue 7's versions and experiments, which most figures draw.
+VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 
 
 class FigureInputError(Exception):

@@ -16,9 +16,8 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, read_ab_runs, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, read_ab_runs, run_figure
 
-VERSIONS = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 
 # (label, ab.json, name of side a, name of side b)
 COMPARISONS = [
@@ -39,7 +38,7 @@ PANELS = [
 
 def read_runs(name):
     """{benchmark: (a runs, b runs)} of one ab.json."""
-    return read_ab_runs(os.path.join(VERSIONS, name))
+    return read_ab_runs(os.path.join(VERSIONS_DIR, name))
 
 
 def load_data():

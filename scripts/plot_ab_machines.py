@@ -18,9 +18,8 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, read_ab_runs, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, read_ab_runs, run_figure
 
-VERSIONS = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 BENCH = "attention/decode/b64/ctx32768/fp8"
 BASE = "551687b's kernel"  # 551687b, ebd3261, d3342a9 and the experiments switched off: the same kernel
 FLOOR_US = 32.97  # the cost model's bytes over the 4210 GB/s copy of the eighth pass
@@ -41,7 +40,7 @@ SOURCES = [
 
 def read_series(name, kind, wanted):
     """{series key: [us per process]} of BENCH in one file."""
-    path = os.path.join(VERSIONS, name)
+    path = os.path.join(VERSIONS_DIR, name)
     out = {}
     if kind == "ab":
         runs = read_ab_runs(path).get(BENCH)

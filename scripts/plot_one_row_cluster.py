@@ -19,10 +19,9 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, run_figure
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions",
-                    "h200-2026-12-02-cluster-decode-breakdown.jsonl")
+DATA = os.path.join(VERSIONS_DIR, "h200-2026-12-02-cluster-decode-breakdown.jsonl")
 # (stop point, label of the phase that ends there), in kernel order.
 STOPS = [
     ("alone", "attention: 130 blocks of 32 ids"),

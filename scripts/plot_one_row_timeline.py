@@ -14,10 +14,9 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, run_figure
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions",
-                    "h200-2026-11-30-one-row-timeline.json")
+DATA = os.path.join(VERSIONS_DIR, "h200-2026-11-30-one-row-timeline.json")
 # (phase label, the point that ends it); each phase starts where the one before ends, the first at the wait.
 PHASES = [
     ("ids, request, seq_len, block table", "slots"),

@@ -23,9 +23,8 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, run_figure
 
-VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 PREFIX = "h200-2026-12-02-prefill-share-"
 CHUNK8K = "attention/prefill/c8192/ctx32768/bf16"
 TARGET_MS = 412.619e9 / (0.35 * 790e12) * 1e3  # the 8K chunk's FLOPs at 35% of 790 TFLOP/s

@@ -24,9 +24,8 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, read_ab_medians, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, read_ab_medians, run_figure
 
-VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 PREFIX = "h200-2026-12-01-ab-"
 # (label, A/B file against f241c5d), in the order built
 VERSIONS = [("atomics into the row's bins in L2", "f241c5d-hist-global-atomics"),

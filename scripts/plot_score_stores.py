@@ -22,9 +22,8 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, read_ab_medians, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, read_ab_medians, run_figure
 
-VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 PROBES = "h200-2026-12-01-store-probes.json"
 AB = "h200-2026-12-01-ab-c02612b-df5df5b.json"
 SETTLE_MS = 100  # harness/bench/gpu/gpu_env.hpp, kDefaultSettleMs

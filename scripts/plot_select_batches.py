@@ -18,10 +18,9 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, run_figure
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions",
-                    "h200-2026-12-01-select-batches.json")
+DATA = os.path.join(VERSIONS_DIR, "h200-2026-12-01-select-batches.json")
 RUNS = [("200us", "batches >= 200 us"), ("1ms", "batches >= 1 ms")]
 BUILDS = [("5147a68", "5147a68 (before)", "tab:gray"), ("7986523", "7986523 (top-k change)", "tab:blue")]
 MARKERS = {1: "x", 2: "o"}  # launches per batch; more than two: a square

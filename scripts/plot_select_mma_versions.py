@@ -16,9 +16,8 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, read_ab_runs, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, read_ab_runs, run_figure
 
-VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 AGAINST_BASE = [("v1", "h200-2026-12-01-ab-be962f1-mma-v1.json"), ("v2", "h200-2026-12-01-ab-be962f1-mma-v2.json"),
                 ("v3", "h200-2026-12-01-ab-be962f1-mma-v3.json"), ("v4", "h200-2026-12-01-ab-be962f1-mma-v4.json")]
 V5 = ("v5", "h200-2026-12-01-ab-mma-v4-v5.json")  # against v4

@@ -17,9 +17,8 @@ import json
 import os
 import sys
 
-from figure_out import FigureInputError, read_ab_runs, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, read_ab_runs, run_figure
 
-VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 ORDER_FILE = "h200-2026-12-01-select-order-230e808.json"
 AB_FILE = "h200-2026-12-01-ab-7d71aa2-230e808.json"
 BENCH = "select/decode/b64/ctx131072/bf16"

@@ -20,9 +20,8 @@ import os
 import statistics
 import sys
 
-from figure_out import FigureInputError, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, run_figure
 
-VERSIONS_DIR = os.path.join(os.path.dirname(__file__), "..", "docs", "bench", "issue7-versions")
 PHASES_FILE = "h200-2026-12-01-topk-phases.json"
 PROBE_FILE = "h200-2026-12-01-select-alloc-probe-e17272e.json"
 PHASES = ["sample", "thr", "gather", "kth", "pick", "sort", "write"]
