@@ -261,10 +261,14 @@ __device__ inline float softmax_normalized(float o, float l) { return l > 0.0f ?
 __device__ inline float attn_value(const KernelArgs& a, float value) {
   return a.round_output ? round_bf16(value) : value;
 }
+// gate_sigmoid: the factor sigmoid(gate) that gated_bits applies (a
+// caller may take it early, off its critical path).
+__device__ inline float gate_sigmoid(const KernelArgs& a, uint16_t gate_bits) {
+  const float sig = 1.0f / (1.0f + expf(-bf16_to_float(gate_bits)));
+  return a.round_sigmoid ? round_bf16(sig) : sig;
+}
 __device__ inline uint16_t gated_bits(const KernelArgs& a, float out, uint16_t gate_bits) {
-  float sig = 1.0f / (1.0f + expf(-bf16_to_float(gate_bits)));
-  if (a.round_sigmoid) sig = round_bf16(sig);
-  return float_to_bf16_bits(out * sig);
+  return float_to_bf16_bits(out * gate_sigmoid(a, gate_bits));
 }
 __device__ inline void store_gated(const KernelArgs& a, int64_t idx, float value, uint16_t gate_bits) {
   const float out = attn_value(a, value);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -244,6 +245,15 @@ void require_aligned(const void* ptr, const char* what) {
     throw InputError(std::string("gpu attention: ") + what + " must be 16-byte aligned");
 }
 
+// The blocks per (row, KV group) whose partials the caller's workspace
+// holds for the spread decode kernel ([T, H, blocks, D + 2] floats).
+int spread_workspace_blocks(const AttentionParams& p, const SparseAttentionDims& dims,
+                            const SparseAttentionArgs& args) {
+  if (args.workspace == nullptr || dims.num_tokens < 1) return 0;
+  const size_t per = static_cast<size_t>(dims.num_tokens) * p.heads * (p.head_dim + 2);
+  return static_cast<int>(std::min<size_t>(args.workspace_floats / per, 65535));
+}
+
 }  // namespace
 
 AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const SparseAttentionArgs& args,
@@ -262,6 +272,17 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
   if (!tensor_core_attention_available(p)) return 0;
   return attn::mma_decode_splits(rows * p.kv_heads, sparse_attention_columns(p),
                                  sparse_attention_splits(p, ids_per_split), p.head_dim, kv == KvDtype::kFp8);
+}
+
+int spread_attention_size(const AttentionParams& p, KvDtype kv, int64_t rows, AttentionPath path,
+                          int max_blocks) {
+  if (kv != KvDtype::kBf16 || !tensor_core_attention_available(p) || rows < 1) return 0;
+  if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kDecodeSpread)
+    return 0;
+  const int64_t pairs = rows * p.kv_heads;
+  if (path != AttentionPath::kDecodeSpread && pairs > kSpreadDecodeMaxPairs) return 0;
+  return attn::spread_decode_shape(pairs, sparse_attention_columns(p), p.head_dim, p.heads / p.kv_heads, max_blocks)
+      .blocks;
 }
 
 bool tensor_core_prefill_available(const AttentionParams& p, KvDtype kv) {
@@ -328,7 +349,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
                              int ids_per_split, AttentionPath path) {
   check_sparse_attention_params(p, kv);
   if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kDecodePortable &&
-      !is_prefill_path(path))
+      path != AttentionPath::kDecodeSplitK && path != AttentionPath::kDecodeSpread && !is_prefill_path(path))
     throw ConfigError("gpu attention: unknown attention path");
   const int splits = sparse_attention_splits(p, ids_per_split);
   if (dims.num_tokens == 0) return;
@@ -418,9 +439,31 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
   const bool fp8 = kv.dtype == KvDtype::kFp8;
   if (path != AttentionPath::kDecodePortable && p.p_rounding != PRounding::kBf16Normalized &&
       attn::mma_decode_supported(a, p.head_dim, group)) {
-    // The tensor-core kernel picks its own split count, never more than the
-    // workspace sized for `splits` holds.
     const int cols = sparse_attention_columns(p);
+    // A few rows: the spread kernel, one launch (sparse_attention_mma.hpp).
+    const int64_t pairs = dims.num_tokens * p.kv_heads;
+    if (path == AttentionPath::kDecodeSpread ||
+        (path != AttentionPath::kDecodeSplitK && pairs <= kSpreadDecodeMaxPairs)) {
+      const attn::SpreadDecodeShape shape =
+          attn::spread_decode_supported(a, p.head_dim, group, fp8)
+              ? attn::spread_decode_shape(pairs, cols, p.head_dim, group, spread_workspace_blocks(p, dims, args))
+              : attn::SpreadDecodeShape{};
+      if (shape.blocks > 0) {
+        a.splits = shape.blocks;
+        a.ids_per_split = shape.ids;
+        a.head_chunks = 1;
+        a.ws_acc = args.workspace;
+        a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * shape.blocks * p.head_dim;
+        attn::launch_spread_decode(a, p.head_dim, dims.num_tokens, stream);
+        return;
+      }
+    }
+    if (path == AttentionPath::kDecodeSpread)
+      throw ConfigError("gpu attention: the spread decode kernel does not run here (it needs a bf16 cache, a "
+                        "workspace for its partials and room for all " + std::to_string(pairs) +
+                        " (row, KV group) pairs' blocks at once)");
+    // The split-K kernel picks its own split count, never more than the
+    // workspace sized for `splits` holds.
     const int want = tensor_core_attention_splits(p, kv.dtype, dims.num_tokens, ids_per_split);
     const int per = (cols + want - 1) / want;
     const int step = attn::mma_step_ids(fp8);
@@ -432,6 +475,9 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     if (a.splits > 1) launch_merge(a, dims, p.head_dim, stream);
     return;
   }
+  if (path == AttentionPath::kDecodeSpread)
+    throw ConfigError("gpu attention: the spread decode kernel needs the tensor-core kernel's conditions "
+                      "(a CUDA build, bf16-unnormalised P, head_dim 64/128/256, H/G <= 16, aligned q, k and v)");
   set_workspace(a, args, dims, p);
 
   if (p.p_rounding == PRounding::kBf16Normalized) {

@@ -21,8 +21,9 @@
 // applies (sparse_attention_mma.hpp: bf16-unnormalised P, head_dim 64/128/
 // 256, H/G <= 16, aligned pointers): same contract and knobs, fp32
 // accumulation in mma order; it picks its own split count within the
-// caller's workspace. AttentionPath::kDecodePortable forces the kernel
-// described above.
+// caller's workspace; for a few rows, a spread kernel that merges a row's
+// splits in the same launch (spread_attention_size below).
+// AttentionPath::kDecodePortable forces the kernel described above.
 //
 // p_rounding = kBf16Normalized (hf-eager) runs on the decode path only, as
 // a stats pass (m, l) then a PV pass with P = bf16(exp(S - m) / l) against
@@ -125,6 +126,17 @@ bool auto_may_take_prefill(const AttentionParams& p, KvDtype kv);
 // available for p.
 int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t rows,
                                  int ids_per_split = kDefaultIdsPerSplit);
+
+// Blocks per (row, KV group) of the spread decode kernel
+// (sparse_attention_mma.hpp) for `rows` rows of params p and KV dtype kv on
+// the current device, where `path` (kAuto, kDecode or kDecodeSpread) takes
+// it: kAuto and kDecode for at most kSpreadDecodeMaxPairs (row, KV group)
+// pairs, kDecodeSpread for any number the device holds at once; max_blocks
+// is the blocks per pair the workspace holds (the launch's partials are
+// [T, H, blocks, D + 2] floats). 0 where the launch takes another kernel
+// (or, for kDecodeSpread, fails).
+int spread_attention_size(const AttentionParams& p, KvDtype kv, int64_t rows,
+                          AttentionPath path = AttentionPath::kAuto, int max_blocks = 65535);
 
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards

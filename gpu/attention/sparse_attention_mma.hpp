@@ -93,6 +93,43 @@ int mma_decode_splits(int64_t pairs, int cols, int max_splits, int head_dim, boo
 // a.splits > 1; the caller runs the merge).
 void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8, hipStream_t stream);
 
+// The spread decode kernel (sparse_attention_spread.hip; NVIDIA, bf16
+// cache), for a few decode rows. There the split-K kernel above spreads each
+// row over about half the multiprocessors and a second launch merges the
+// splits (one row: 7.8 us of kernel, 2.7 of merge, and 6-9 us of the host's
+// time to enqueue the two; docs/performance.md). This kernel spreads each
+// (row, KV group) over about one block per multiprocessor (65 blocks of 32
+// ids for one row of 2051 ids), because one SM keeps only some 32 KB of
+// copies in flight, and merges in the same launch: each block stores its
+// partial (m, l, O) to the workspace, the pair's blocks meet at a barrier
+// (a counter in global memory; all blocks are resident at once, which the
+// launcher checks), and then each block merges a share of the pair's
+// outputs over all the blocks' partials. In a block of 4 warps each warp
+// copies and scores 8 ids (S = Q K^T as the split-K kernel's step), the
+// warps share each head row's max through shared memory and write P =
+// bf16(exp(S - m)) for their ids, then each warp multiplies all 32 ids' P by
+// V for its own n8 tiles of dims (k16 mmas, P and V by ldmatrix): no warp
+// holds a whole output row, so no warps merge. Same contract and numerics
+// as the split-K kernel, except that a tile's P is rounded against the
+// block's exact running max (no lag).
+// Supported where mma_decode_supported is, for a bf16 cache.
+bool spread_decode_supported(const KernelArgs& a, int head_dim, int group, bool fp8);
+// Blocks per (row, KV group) and ids per block for `pairs` = rows x KV
+// groups, `cols` columns and `group` = H/G heads, with at most `max_blocks`
+// blocks per pair (what the workspace holds): about one block per
+// multiprocessor; {0, 0} where the pairs' blocks do not all fit the device
+// at once (then the split-K kernel runs).
+struct SpreadDecodeShape {
+  int blocks = 0, ids = 0;
+};
+SpreadDecodeShape spread_decode_shape(int64_t pairs, int cols, int head_dim, int group, int max_blocks);
+// Launches it over `rows` rows with a.splits / a.ids_per_split from
+// spread_decode_shape and ws_acc / ws_ml for the blocks' partials
+// ([T, H, splits, D] and [T, H, splits, 2]).
+void launch_spread_decode(const KernelArgs& a, int head_dim, int64_t rows, hipStream_t stream);
+// (kAuto and kDecode take it for at most kSpreadDecodeMaxPairs pairs,
+// sparse_attention_validate.hpp.)
+
 // The tensor-core prefill kernel: the plan-based prefill path
 // (sparse_attention_plan.hpp) for a bf16 cache. One block of 4 warps per
 // (tile, KV group, head chunk); the tile's (row, head) pairs, at most 64,

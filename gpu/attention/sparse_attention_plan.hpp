@@ -63,13 +63,17 @@ namespace qsa::gpu {
 // prefill kernel for them and the plan's reuse (kAttentionPrefillMinReuse,
 // kAttentionPrefillMinReuseHopper).
 // kDecode runs the best decode kernel the build has (the tensor-core one of
-// sparse_attention_mma.hpp where it applies); kDecodePortable forces the
-// portable decode kernel, so that tests can hold the two against each other.
+// sparse_attention_mma.hpp where it applies: for a few rows the
+// spread kernel, else the split-K one); kDecodePortable forces the portable
+// decode kernel, kDecodeSplitK the split-K tensor-core kernel (kDecode
+// without the spread kernel), kDecodeSpread the spread kernel (a
+// ConfigError where it cannot run), so that tests and benchmarks can hold
+// the kernels against each other.
 // kPrefill runs the fastest prefill kernel the build and device have (on an
 // H200 the Hopper one of sparse_attention_mma.hpp); kPrefillMmaSync the same
 // path without the Hopper kernel, so that tests and benchmarks reach the
 // sm_80 tensor-core prefill kernel on a Hopper GPU too.
-enum class AttentionPath { kAuto, kDecode, kDecodePortable, kPrefill, kPrefillMmaSync };
+enum class AttentionPath { kAuto, kDecode, kDecodePortable, kPrefill, kPrefillMmaSync, kDecodeSplitK, kDecodeSpread };
 
 // Whether a path is one of the prefill kernels'.
 constexpr bool is_prefill_path(AttentionPath p) {

@@ -103,8 +103,13 @@ int sparse_attention_splits(const AttentionParams& p, int ids_per_split) {
 
 size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
                                          int ids_per_split) {
-  const int splits = sparse_attention_splits(p, ids_per_split);
-  if (splits == 1) return 0;
+  int splits = sparse_attention_splits(p, ids_per_split);
+  if (dims.num_tokens * p.kv_heads <= kSpreadDecodeMaxPairs) {
+    const int cols = sparse_attention_columns(p);
+    splits = std::max(splits, (cols + kSpreadIdsPerBlock - 1) / kSpreadIdsPerBlock);
+  } else if (splits == 1) {
+    return 0;
+  }
   return static_cast<size_t>(dims.num_tokens) * static_cast<size_t>(p.heads) * static_cast<size_t>(splits) *
          (static_cast<size_t>(p.head_dim) + 2);
 }

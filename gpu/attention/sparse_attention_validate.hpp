@@ -65,9 +65,17 @@ inline int sparse_attention_columns(const AttentionParams& p) {
 inline constexpr int kSparseAttentionSplitGrain = 32;
 inline constexpr int kDefaultIdsPerSplit = 64;
 int sparse_attention_splits(const AttentionParams& p, int ids_per_split = kDefaultIdsPerSplit);
-// Floats of workspace a launch needs (0 with one split): per (row, head,
-// split) D accumulators plus the running max and sum (with bf16-normalised
-// P: the split's partial PV sum and its softmax max and sum).
+// The spread decode kernel (sparse_attention_mma.hpp) runs under kAuto for
+// at most kSpreadDecodeMaxPairs (row, KV group) pairs, in blocks of at least
+// kSpreadIdsPerBlock ids each, its partials in the workspace.
+inline constexpr int64_t kSpreadDecodeMaxPairs = 2;
+inline constexpr int kSpreadIdsPerBlock = 32;
+// Floats of workspace a launch needs: per (row, head, split) D
+// accumulators plus the running max and sum (with bf16-normalised P: the
+// split's partial PV sum and its softmax max and sum). The splits are
+// ceil(columns / ids_per_split), 0 floats with one; for at most
+// kSpreadDecodeMaxPairs pairs, at least the spread kernel's blocks
+// (ceil(columns / kSpreadIdsPerBlock), at least one).
 size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
                                          int ids_per_split = kDefaultIdsPerSplit);
 // The ids_per_split a caller without its own policy should use:

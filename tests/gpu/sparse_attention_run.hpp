@@ -65,8 +65,12 @@ inline gpu::SparseAttentionPrefillPlan prefill_plan(const AttnCase& c) {
 // prefill_* arguments (kAuto without a plan is the decode path). With
 // misaligned_io the gate, attn and gated pointers sit one element past their
 // allocations' starts (off the 8- and 16-byte boundaries of vector access).
+// With launches > 1 the launch repeats on one stream, the workspace set to
+// NaN before each repeat (a merge that read partials before they were
+// written would show it).
 inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const gpu::SparseAttentionPrefillPlan* plan,
-                               int ids_per_split = gpu::kDefaultIdsPerSplit, bool misaligned_io = false) {
+                               int ids_per_split = gpu::kDefaultIdsPerSplit, bool misaligned_io = false,
+                               int launches = 1) {
   const gpu::SparseAttentionDims dims = validate_case(c);
   const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
   const size_t pad = misaligned_io ? 1 : 0;
@@ -120,7 +124,10 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
     a.prefill_rows_per_tile = plan->rows_per_tile;
     a.prefill_row_ids = plan->row_ids;
   }
-  gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
+  for (int i = 0; i < launches; ++i) {
+    if (i > 0 && ws_floats > 0) QSA_GPU_CHECK(hipMemsetAsync(ws.get(), 0xff, ws_floats * sizeof(float), nullptr));
+    gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
+  }
   QSA_GPU_CHECK(hipDeviceSynchronize());
   GpuOutputs out{attn.download(), gated.download()};
   out.attn.erase(out.attn.begin(), out.attn.begin() + static_cast<std::ptrdiff_t>(pad));

@@ -1,9 +1,11 @@
 // attention/<shape>/<kv dtype>: gpu::launch_sparse_attention (split-K sparse
 // GQA with the sigmoid-gate epilogue) over a paged main KV cache, on
 // token-index rows expanded from random selections of a causal context:
-// the decode path (split-K) at decode shapes, the prefill path at prefill
+// the decode path at decode shapes (kAuto's kernel; /split_kernel and
+// /spread_kernel force one of the two tensor-core ones at 1 and 8 rows), the prefill path at prefill
 // shapes with its host-built plan (not timed; its arrays are not in the
 // cost model's minimal bytes). The label names the path.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -102,7 +104,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   // Split-K partials of the decode path, shared by the sets as an engine reuses one workspace.
   const int split_ids = caller_splits ? gpu::sparse_attention_ids_per_split(p, dims) : gpu::kDefaultIdsPerSplit;
   const size_t ws_floats =
-      path == gpu::AttentionPath::kDecode ? gpu::sparse_attention_workspace_floats(p, dims, split_ids) : 0;
+      gpu::is_prefill_path(path) ? 0 : gpu::sparse_attention_workspace_floats(p, dims, split_ids);
   workspace.allocate(1, ws_floats);
 
   state.SetLabel(gpu::is_prefill_path(path) ? "path=prefill" : "path=decode");
@@ -137,7 +139,12 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   if (gpu::is_prefill_path(path)) state.counters["reuse"] = reuse;
   // The splits per row the tensor-core decode kernel took (0 where another
   // kernel ran): what its one-row time depends on (docs/performance.md).
-  if (path == gpu::AttentionPath::kDecode)
+  // The spread kernel's blocks per (row, KV group) where it ran, else 0.
+  const size_t per_block = static_cast<size_t>(T) * p.heads * (p.head_dim + 2);
+  const int spread =
+      gpu::spread_attention_size(p, dtype, T, path, static_cast<int>(std::min<size_t>(ws_floats / per_block, 65535)));
+  state.counters["spread"] = spread;
+  if (spread == 0 && (path == gpu::AttentionPath::kDecode || path == gpu::AttentionPath::kDecodeSplitK))
     state.counters["splits"] = gpu::tensor_core_attention_splits(p, dtype, T, split_ids);
 }
 
@@ -160,6 +167,14 @@ void register_attention_benchmarks() {
   // row on its own: whether it beats the plan-based prefill kernel.
   for (const NamedShape& s : prefill_grid(false))
     add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/decode_kernel", true);
+  // Each tensor-core decode kernel at the batches where kAuto may choose
+  // between them (sparse_attention_mma.hpp: the spread kernel for a few
+  // rows, the split-K kernel and its merge otherwise).
+  for (const NamedShape& s : decode_grid())
+    if (s.shape.rows() <= 8) {
+      add(s, KvDtype::kBf16, gpu::AttentionPath::kDecodeSplitK, "/split_kernel");
+      add(s, KvDtype::kBf16, gpu::AttentionPath::kDecodeSpread, "/spread_kernel");
+    }
   // The prefill path without the Hopper kernel (its sm_80 tensor-core
   // kernel on an H200): what the wgmma kernel gains over it.
   for (const NamedShape& s : prefill_grid(false))

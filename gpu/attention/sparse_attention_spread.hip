@@ -1,0 +1,595 @@
+// The spread decode kernel (sparse_attention_mma.hpp describes it): a few
+// decode rows, each (row, KV group) spread over about one block per
+// multiprocessor, and the blocks' partials merged in the same launch after
+// a barrier over the pair's blocks. NVIDIA only (it shares the tensor-core
+// kernels' mma code); elsewhere the launcher keeps the split-K kernel and
+// its merge.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "gpu/attention/mma_step.hpp"
+#include "gpu/attention/sparse_attention_mma.hpp"
+#include "gpu/common/arrival_counters.hpp"
+#include "gpu/common/dependent_launch.hpp"
+#include "gpu/common/device_limits.hpp"
+#include "gpu/common/mma_sm80.hpp"
+
+namespace qsa::gpu::attn {
+
+#if defined(QSA_GPU_CUDA)
+
+namespace {
+
+using namespace sm80;
+using mma::kChains;
+using mma::kM;
+using mma::lane32;
+
+constexpr int kSpWarps = 4;
+constexpr int kSpThreads = 32 * kSpWarps;
+constexpr int kSpTile = 8 * kSpWarps;  // ids per tile: one n8 tile of logits per warp
+constexpr uint32_t kFlip = 0x80000000u;  // a barrier's total addition to its counter
+constexpr int kMlBatch = 8;              // (m, l) loads per thread in flight at once
+
+// What a launch needs beyond KernelArgs (whose splits and ids_per_split are
+// the blocks per (row, group) and each block's columns; ws_acc and ws_ml
+// the blocks' partials, [T, H, splits, D] and [T, H, splits, 2]).
+struct SpreadArgs {
+  uint32_t* counters;  // [rows x kv_heads] barrier counters (arrival_counters.hpp)
+};
+
+// Shared memory for head dim D while the block attends. K and V tiles are
+// [kSpTile][D] bf16 rows, unpadded and swizzled as the split-K kernel's
+// (piece c of row r at c ^ (r mod 8): ldmatrix's 8 rows hit 8 bank groups,
+// every row starts on a sector); Q and P rows are padded by 16 bytes for
+// the same reason. The merge reuses the same bytes (SpMerge).
+template <int D>
+struct SpSmem {
+  static constexpr int kRowBytes = 2 * D;      // a K or V row
+  static constexpr int kQPitch = D + 8;        // bf16 per Q row
+  static constexpr int kPPitch = kSpTile + 8;  // bf16 per P row
+  static constexpr int kK = 0;
+  static constexpr int kV = kK + kSpTile * kRowBytes;
+  static constexpr int kQ = kV + kSpTile * kRowBytes;        // [kM][kQPitch]
+  static constexpr int kP = kQ + kM * kQPitch * 2;           // [kM][kPPitch]: the tile's weights
+  static constexpr int kStatM = kP + kM * kPPitch * 2;       // [kM][kSpWarps]: each warp's max of the tile
+  static constexpr int kStatL = kStatM + kM * kSpWarps * 4;  // [kM][kSpWarps]: each warp's sum
+  static constexpr int kBytes = kStatL + kM * kSpWarps * 4;
+  static_assert(kV % 128 == 0 && kQ % 16 == 0 && kP % 16 == 0 && kStatM % 16 == 0 && kStatL % 16 == 0,
+                "tiles on 128-byte, rows on 16-byte boundaries");
+};
+
+// The merge's shared memory, over the same bytes, for S blocks per pair, a
+// block's share of `quads` float4 outputs over `spans` heads, and `share`
+// quads per block in common: [spans][S] (m, l) pairs, [S][quads] float4
+// partial outputs, per (part, quad) a float4 sum and a float sum, and
+// [spans] maxima.
+struct SpMerge {
+  int parts, ml, o, sums, lsums, mx, bytes;
+  __host__ __device__ SpMerge(int spans, int S, int quads, int share) {
+    parts = share >= kSpThreads ? 1 : kSpThreads / share;
+    const int cells = parts * quads > kSpThreads ? parts * quads : kSpThreads;
+    ml = 0;
+    o = (8 * spans * S + 15) / 16 * 16;
+    sums = o + 16 * S * quads;
+    lsums = sums + 16 * cells;
+    mx = lsums + 4 * cells;
+    bytes = mx + 4 * spans;
+  }
+};
+
+__device__ inline uint32_t swizzle(int r) { return static_cast<uint32_t>(r & 7) << 4; }
+
+__device__ inline float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+__device__ inline float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+__device__ inline uint32_t load_acquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Every block of a (row, group) arrives, then waits for the others. Block 0
+// adds kFlip - (S - 1) and each other block 1, so one barrier adds kFlip:
+// the counter's top bit flips once all have arrived, and the counter needs
+// no reset between launches. Each block's global stores before it are
+// visible to every block's loads after it (the fence before the arrival,
+// the acquiring load after it, the block barriers around both).
+__device__ inline void pair_barrier(uint32_t* counter, int block, int blocks) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const uint32_t old = atomicAdd(counter, block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u);
+    while (((old ^ load_acquire(counter)) & kFlip) == 0) {
+    }
+  }
+  __syncthreads();
+}
+
+// A block's place: block j of (row, group g)'s a.splits takes columns
+// [begin, nominal_end) before the count column trims them (so that its ids
+// can load before the count); in the merge it owns float4 quads
+// [quad0, quad0 + quads) of the group's nh · D outputs.
+struct SpBlock {
+  int64_t row;
+  int g, j, splits;
+  int begin, nominal_end;
+  int quads, quad0;
+};
+
+__host__ __device__ inline int merge_share(int nh, int head_dim, int splits) {
+  const int all = nh * head_dim / 4;
+  return (all + splits - 1) / splits;
+}
+
+__device__ inline SpBlock sp_block(const KernelArgs& a, int head_dim) {
+  SpBlock b;
+  b.j = static_cast<int>(blockIdx.x);
+  b.splits = static_cast<int>(gridDim.x);
+  b.g = static_cast<int>(blockIdx.y);
+  b.row = blockIdx.z;
+  const int width = a.index_width - (a.count_column ? 1 : 0);
+  b.begin = min(b.j * a.ids_per_split, width);
+  b.nominal_end = min(b.begin + a.ids_per_split, width);
+  const int nh = a.heads / a.kv_heads;
+  const int all = nh * head_dim / 4;
+  const int share = merge_share(nh, head_dim, b.splits);
+  b.quad0 = min(b.j * share, all);
+  b.quads = min(all - b.quad0, share);
+  return b;
+}
+
+// L2 prefetches of what the block reads first, issued before it waits for
+// the previous kernel (as the split-K kernel's prefetch_row_start, whose
+// comment says why this is safe), a warp each: the block's ids and the
+// count column; the group's Q rows; the gates of the block's share of the
+// outputs; the row's request, seq_len and block-table row.
+template <int D>
+__device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
+  const int nh = a.heads / a.kv_heads;
+  const int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
+  if (warp == 0) {
+    const int32_t* ids = a.token_idx + b.row * a.index_width;
+    if (lane * 32 < b.nominal_end - b.begin) prefetch_l2(ids + b.begin + lane * 32);  // 32 ids per line
+    if (lane == 31 && a.count_column) prefetch_l2(ids + a.index_width - 1);
+  } else if (warp == 1) {
+    for (int l = lane; l < nh * D / 64; l += 32) prefetch_l2(a.q + out0 + l * 64);  // 64 bf16 per line
+  } else if (warp == 2) {
+    for (int l = lane; l * 16 < b.quads; l += 32) prefetch_l2(a.gate + out0 + (b.quad0 + l * 16) * 4);
+  } else if (a.num_reqs > 0) {
+    if (lane == 0) prefetch_l2(a.token_to_req + b.row);
+    const int req = __ldcg(a.token_to_req + b.row);
+    if (req >= 0 && req < a.num_reqs) {
+      if (lane == 1) prefetch_l2(a.seq_lens + req);
+      for (int l = lane; l * 32 < a.max_pages; l += 32)
+        prefetch_l2(a.block_table + static_cast<int64_t>(req) * a.max_pages + l * 32);
+    }
+  }
+}
+
+// One block of 4 warps per split of a (row, KV group); a launch has about
+// one block per multiprocessor, all resident at once (the launcher checks).
+// The block takes its columns in tiles of 32 ids (one, at the model's
+// shape):
+//   slots   warp w resolves ids 8w..8w+7 of the tile (lanes 0-7) and copies
+//           their K and V rows (cp.async, zero-filled for ids not attended);
+//   logits  warp w: S[16 heads, 8 ids] = Q K^T for its own 8 rows (the
+//           split-K kernel's bf16_logits), masked, and its max per head row;
+//   weights after a block barrier, each warp takes the tile's max per head
+//           row (one running max, exact: no lag) and writes P = bf16(
+//           exp(S - m)) for its 8 ids to shared memory, and their sum;
+//   PV      after a second barrier (V landed), warp w computes its n8 tiles
+//           of dims (w, w + 4, ...) over the tile's 32 ids: P by ldmatrix,
+//           V by ldmatrix.trans, k16 mmas. No warp holds a whole output
+//           row, so no warps merge.
+// Then each block stores its (m, l, O), O unnormalised, to the workspace,
+// and the pair's blocks meet at a barrier (pair_barrier). After it, block j
+// merges its share of the pair's outputs over all S blocks: it loads the
+// share's partials and its heads' (m, l) at once (one round trip), takes
+// each head's max M (a warp per head), then `parts` threads per output quad
+// sum O_s w_s and l_s w_s, w_s = exp(m_s - M), over interleaved splits and
+// one thread adds the parts, all in fixed orders (deterministic: the same
+// bits whatever the blocks' timing), and stores A = O / L and the gated
+// output. At one row each phase is a chain of latencies, not work: the
+// attention about 4.9 us, the barrier 1.1, the merge's loads 1.2, its sums
+// and stores the rest (docs/performance.md, twenty-third pass), so the
+// merge spends few instructions per thread between its round trips.
+template <int D>
+__global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
+  using L = SpSmem<D>;
+  constexpr int kPieces = D / 8;             // 16-byte pieces per row
+  constexpr int kCopies = 8 * kPieces / 32;  // a lane's pieces of the warp's 8 rows
+  constexpr int kOwn = D / 8 / kSpWarps;     // n8 dim tiles per warp in PV: 2, 4 or 8
+  static_assert(kOwn % 2 == 0, "dim tiles in pairs (one ldmatrix.trans each)");
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (smem_addr(smem) % 128 != 0) __trap();  // the swizzle XORs address bits (mma_step.hpp's Smem)
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(smem + L::kQ);
+  uint32_t* p_s = reinterpret_cast<uint32_t*>(smem + L::kP);  // bf16 pairs
+  float* stat_m = reinterpret_cast<float*>(smem + L::kStatM);
+  float* stat_l = reinterpret_cast<float*>(smem + L::kStatL);
+
+  const SpBlock b = sp_block(a, D);
+  sp_prefetch<D>(a, b);
+  wait_for_primary();
+  allow_dependent_launch();
+  const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
+  const int gq = lane >> 2, tq = lane & 3;
+  const int nh = a.heads / a.kv_heads;
+  const int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
+
+  // Q (rows past the group's heads zero-filled) in its own copy group.
+  for (int i = tid; i < kM * D / 8; i += kSpThreads) {
+    const int h = i / (D / 8), c = (i % (D / 8)) * 8;
+    cp_async16(smem_addr(q_s + h * L::kQPitch + c), a.q + out0 + static_cast<int64_t>(min(h, nh - 1)) * D + c,
+               h < nh);
+  }
+  cp_async_commit();
+  // The gates of this thread's first output quad: one latency, hidden
+  // behind the whole attention (a block owns 12 quads of the model's 768 at
+  // one row; a share past 128 quads loads the rest late).
+  uint16_t gate0[4] = {0, 0, 0, 0};
+  if (tid < b.quads)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid) * 4 + e];
+
+  // The row's counted columns (split_columns' rule).
+  const int32_t* row_ids = a.token_idx + b.row * a.index_width;
+  int n = a.index_width - (a.count_column ? 1 : 0);
+  if (a.count_column) n = max(0, min(row_ids[a.index_width - 1], a.index_width - 1));
+  const int req = a.token_to_req[b.row];
+  const bool real = req >= 0 && req < a.num_reqs;
+  const int64_t seq_len = real ? a.seq_lens[req] : 0;
+  const int end = real ? min(n, b.nominal_end) : b.begin;
+  const int tiles = (b.nominal_end - b.begin + kSpTile - 1) / kSpTile;  // uniform over the block
+
+  const uint32_t k_tile = smem_addr(smem + L::kK), v_tile = smem_addr(smem + L::kV);
+  const uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * D * 2;
+  const unsigned char* k_src = static_cast<const unsigned char*>(a.k_cache) + static_cast<int64_t>(b.g) * D * 2;
+  const unsigned char* v_src = static_cast<const unsigned char*>(a.v_cache) + static_cast<int64_t>(b.g) * D * 2;
+  // ldmatrix lane addresses: Q and P as A operands (rows (lane & 7) + 8 ·
+  // bit 3, columns + 8 · bit 4); K of the warp's 8 rows (kv_lane_offsets);
+  // V rows (lane & 7) + 8 · bit 3 (b0 and b1 of a k16 slice) at dim tile
+  // w + 4 · bit 4, so that one ldmatrix.trans serves tiles 2p and 2p + 1 of
+  // the warp's (w + 8p and w + 8p + 4: 128 bytes on per p, past the
+  // swizzle's bits).
+  const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8;
+  const uint32_t q_lane = smem_addr(q_s) + (a_row * L::kQPitch + (lane >> 4) * 8) * 2;
+  const uint32_t p_lane = smem_addr(p_s) + (a_row * L::kPPitch + (lane >> 4) * 8) * 2;
+  uint32_t k_off[2];
+  mma::kv_lane_offsets<D>(lane, k_off);
+  const uint32_t k_warp = k_tile + warp * 8 * L::kRowBytes;
+  const uint32_t k_lane[2] = {k_warp + k_off[0], k_warp + k_off[1]};
+  const uint32_t v_lane =
+      v_tile + a_row * L::kRowBytes + (static_cast<uint32_t>((warp + kSpWarps * (lane >> 4)) * 16) ^ swizzle(a_row));
+
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // head rows gq, gq + 8
+  float acc[kOwn][4];
+#pragma unroll
+  for (int j = 0; j < kOwn; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+
+  for (int t = 0; t < tiles; ++t) {
+    if (t > 0) __syncthreads();  // every warp is done with the previous tile's K, V, P and statistics
+    const int col0 = b.begin + t * kSpTile + 8 * warp;
+    int32_t slot = -1;
+    if (lane < 8) {
+      const int col = col0 + lane;
+      const int32_t id = col < b.nominal_end ? row_ids[col] : -1;
+      const int page = page_of(a, id);
+      const int32_t phys = page >= 0 && real ? a.block_table[static_cast<int64_t>(req) * a.max_pages + page] : -1;
+      slot = col < end ? static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys)) : -1;
+    }
+    // The warp's 8 K rows, then their V rows: row r's pieces are
+    // consecutive lanes' (one 16-byte copy each), its slot shuffled from
+    // lane r.
+    const uint32_t v_warp = v_tile + warp * 8 * L::kRowBytes;
+#pragma unroll
+    for (int kv = 0; kv < 2; ++kv) {
+#pragma unroll
+      for (int k = 0; k < kCopies; ++k) {
+        const int idx = lane + 32 * k, r = idx / kPieces, piece = idx % kPieces;
+        const int32_t s = __shfl_sync(0xffffffffu, slot, r);
+        const uint32_t off = r * L::kRowBytes + ((piece * 16) ^ swizzle(r));
+        const unsigned char* src = mad_wide_u32(static_cast<uint32_t>(max(s, 0)), row_bytes, kv ? v_src : k_src);
+        cp_async16_unless_negative((kv ? v_warp : k_warp) + off, src + piece * 16, s);
+      }
+      cp_async_commit();
+    }
+    const bool live0 = __shfl_sync(0xffffffffu, slot, 2 * tq) >= 0;
+    const bool live1 = __shfl_sync(0xffffffffu, slot, 2 * tq + 1) >= 0;
+
+    cp_async_wait<1>();  // Q (at t = 0) and this lane's K copies; V may still fly
+    if (t == 0) {
+      __syncthreads();  // Q came from every warp
+    } else {
+      __syncwarp();  // the warp's own K rows
+    }
+    float sc[kChains][4] = {};
+    mma::bf16_logits<D>(sc, q_lane, k_lane);
+    float s4[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float x = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
+      s4[e] = a.round_logits ? round_bf16(round_bf16(x) * a.scale) : x * a.scale;
+    }
+    // Row gq's logits of ids 2tq, 2tq + 1 in s4[0..1], row gq + 8's in s4[2..3].
+    float r0[2] = {live0 ? s4[0] : -INFINITY, live1 ? s4[1] : -INFINITY};
+    float r1[2] = {live0 ? s4[2] : -INFINITY, live1 ? s4[3] : -INFINITY};
+    const float wm0 = quad_max(fmaxf(r0[0], r0[1])), wm1 = quad_max(fmaxf(r1[0], r1[1]));
+    if (tq == 0) {
+      stat_m[gq * kSpWarps + warp] = wm0;
+      stat_m[(gq + 8) * kSpWarps + warp] = wm1;
+    }
+    __syncthreads();  // every warp's maxima
+
+    // The tile's max per head row joins the running max; fmaxf skips NaN
+    // (a NaN logit still makes its weight NaN, as in the reference). With
+    // no attended id yet m stays -inf and every weight is 0.
+    float m_new[2], alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4 mv = *reinterpret_cast<const float4*>(stat_m + (gq + 8 * h) * kSpWarps);
+      const float mx = fmaxf(fmaxf(m_run[h], fmaxf(mv.x, mv.y)), fmaxf(mv.z, mv.w));
+      m_new[h] = mx;
+      alpha[h] = m_run[h] == mx ? 1.0f : mma::exp2_approx((m_run[h] - mx) * mma::kLog2e);  // -inf -> finite: 0
+      m_run[h] = mx;
+    }
+    const float sub0 = m_new[0] == -INFINITY ? 0.0f : m_new[0];
+    const float sub1 = m_new[1] == -INFINITY ? 0.0f : m_new[1];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      r0[j] = mma::exp2_approx((r0[j] - sub0) * mma::kLog2e);
+      r1[j] = mma::exp2_approx((r1[j] - sub1) * mma::kLog2e);
+    }
+    // P rounded to bf16 (the PV operand); l sums the unrounded weights.
+    p_s[(gq * L::kPPitch + 8 * warp + 2 * tq) / 2] = mma::p_bf16x2(r0[0], r0[1]);
+    p_s[((gq + 8) * L::kPPitch + 8 * warp + 2 * tq) / 2] = mma::p_bf16x2(r1[0], r1[1]);
+    const float ws0 = quad_sum(r0[0] + r0[1]), ws1 = quad_sum(r1[0] + r1[1]);
+    if (tq == 0) {
+      stat_l[gq * kSpWarps + warp] = ws0;
+      stat_l[(gq + 8) * kSpWarps + warp] = ws1;
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // P, the sums and every warp's V rows
+
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4 lv = *reinterpret_cast<const float4*>(stat_l + (gq + 8 * h) * kSpWarps);
+      l_run[h] = l_run[h] * alpha[h] + (((lv.x + lv.y) + lv.z) + lv.w);
+    }
+    if (t > 0) {
+#pragma unroll
+      for (int j = 0; j < kOwn; ++j) {
+        acc[j][0] *= alpha[0];
+        acc[j][1] *= alpha[0];
+        acc[j][2] *= alpha[1];
+        acc[j][3] *= alpha[1];
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < kSpTile / 16; ++kk) {
+      uint32_t pa[4];
+      ldmatrix_x4(pa, p_lane + kk * 32);
+#pragma unroll
+      for (int p = 0; p < kOwn / 2; ++p) {
+        uint32_t vb[4];
+        ldmatrix_x4_trans(vb, v_lane + kk * 16 * L::kRowBytes + p * 128);
+        mma_bf16(acc[2 * p], pa, vb[0], vb[1]);
+        mma_bf16(acc[2 * p + 1], pa, vb[2], vb[3]);
+      }
+    }
+  }
+  cp_async_wait<0>();  // (with no tile: the Q copies) no copy may outlive the tile memory's reuse
+
+  // The sigmoids of this thread's first output quad, off the merge's path.
+  float sig0[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) sig0[e] = gate_sigmoid(a, gate0[e]);
+
+  // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2].
+  const int S = b.splits;
+  const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
+#pragma unroll
+  for (int j = 0; j < kOwn; ++j) {
+    const int d = (warp + kSpWarps * j) * 8 + 2 * tq;
+    if (gq < nh)
+      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq) * S + b.j) * D + d) = make_float2(acc[j][0], acc[j][1]);
+    if (gq + 8 < nh)
+      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq + 8) * S + b.j) * D + d) = make_float2(acc[j][2], acc[j][3]);
+  }
+  if (warp == 0 && tq == 0) {  // every warp holds the same (m, l)
+    if (gq < nh) *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq) * S + b.j) * 2) = make_float2(m_run[0], l_run[0]);
+    if (gq + 8 < nh)
+      *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2) = make_float2(m_run[1], l_run[1]);
+  }
+  pair_barrier(sa.counters + b.row * a.kv_heads + b.g, b.j, S);
+  if (b.quads == 0) return;
+
+  // The merge of this block's share, over the tile memory. Its quads span
+  // heads h_first..h_last of the group.
+  const int quads = b.quads;
+  const int h_first = b.quad0 * 4 / D, spans = (b.quad0 + quads - 1) * 4 / D - h_first + 1;
+  const SpMerge mg(spans, S, quads, merge_share(nh, D, S));
+  float2* ml_s = reinterpret_cast<float2*>(smem + mg.ml);  // [spans][S] (m, l)
+  float4* o_st = reinterpret_cast<float4*>(smem + mg.o);   // [S][quads]
+  float4* sums = reinterpret_cast<float4*>(smem + mg.sums);  // [parts][quads]
+  float* lsums = reinterpret_cast<float*>(smem + mg.lsums);  // [parts][quads]
+  // The share's partials by cp.async (read through L2: other blocks wrote
+  // them), its heads' (m, l) by loads, all in flight at once.
+  for (int i = tid; i < S * quads; i += kSpThreads) {
+    const int s = i / quads, e = (b.quad0 + i % quads) * 4;
+    cp_async16(smem_addr(o_st + i), a.ws_acc + ((head0 + e / D) * S + s) * D + e % D, true);
+  }
+  cp_async_commit();
+  const float2* ml_src = reinterpret_cast<const float2*>(a.ws_ml + (head0 + h_first) * S * 2);
+  for (int i0 = 0; i0 < spans * S; i0 += kMlBatch * kSpThreads) {
+    float2 v[kMlBatch];
+#pragma unroll
+    for (int k = 0; k < kMlBatch; ++k)
+      if (i0 + tid + k * kSpThreads < spans * S) v[k] = __ldcg(ml_src + i0 + tid + k * kSpThreads);
+#pragma unroll
+    for (int k = 0; k < kMlBatch; ++k)
+      if (i0 + tid + k * kSpThreads < spans * S) ml_s[i0 + tid + k * kSpThreads] = v[k];
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // Each spanned head's max M over all splits, a warp per head.
+  float* mx_s = reinterpret_cast<float*>(smem + mg.mx);
+  for (int h = warp; h < spans; h += kSpWarps) {
+    float m = -INFINITY;
+    for (int s = lane; s < S; s += 32) m = fmaxf(m, ml_s[h * S + s].x);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) mx_s[h] = m;
+  }
+  __syncthreads();
+  // `parts` threads per quad sum O_s w_s and l_s w_s, w_s = exp(m_s - M),
+  // over the splits s = part (mod parts) in order; then one thread per quad
+  // adds the parts in order. parts follows from the common share, not this
+  // block's quads, so that every block computes a head's L with the same
+  // bits.
+  const int parts = mg.parts;
+  for (int t = tid; t < parts * quads; t += kSpThreads) {
+    const int q = t % quads, part = t / quads, hs = (b.quad0 + q) * 4 / D - h_first;
+    const float2* mh = ml_s + hs * S;
+    const float m = mx_s[hs];
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float l = 0.0f;
+#pragma unroll 4
+    for (int s = part; s < S; s += parts) {
+      const float2 ml = mh[s];
+      const float w = ml.x == -INFINITY ? 0.0f : expf(ml.x - m);  // a block that attended nothing weighs 0
+      const float4 o = o_st[s * quads + q];
+      l = fmaf(ml.y, w, l);
+      v.x = fmaf(o.x, w, v.x);
+      v.y = fmaf(o.y, w, v.y);
+      v.z = fmaf(o.z, w, v.z);
+      v.w = fmaf(o.w, w, v.w);
+    }
+    sums[t] = v;
+    lsums[t] = l;
+  }
+  __syncthreads();
+  for (int q = tid; q < quads; q += kSpThreads) {
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f}, l = 0.0f;
+#pragma unroll 4
+    for (int part = 0; part < parts; ++part) {
+      const float4 x = sums[part * quads + q];
+      v[0] += x.x;
+      v[1] += x.y;
+      v[2] += x.z;
+      v[3] += x.w;
+      l += lsums[part * quads + q];
+    }
+    const int e = (b.quad0 + q) * 4;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float sig = q == tid ? sig0[k] : gate_sigmoid(a, a.gate[out0 + e + k]);
+      const float out = attn_value(a, softmax_normalized(v[k] * a.v_scale, l));
+      a.attn[out0 + e + k] = out;
+      a.gated[out0 + e + k] = float_to_bf16_bits(out * sig);
+    }
+  }
+}
+
+template <int D>
+size_t shared_bytes(int nh, int splits) {
+  // The largest merge: a block's share over as many heads as it can span.
+  const int share = merge_share(nh, D, splits);
+  const SpMerge mg(std::min(nh, (share * 4 + D - 2) / D + 1), splits, share, share);
+  const size_t need = std::max<size_t>(SpSmem<D>::kBytes, static_cast<size_t>(mg.bytes));
+  // More than half of what a block may take, so that no multiprocessor runs
+  // two of the launch's blocks: they would share its copies (one row: 9.1
+  // against 9.6 us; docs/performance.md, twenty-third pass).
+  return std::max(need, device_limits().max_shared / 2 + 1024);
+}
+
+template <int D>
+const void* kernel_of() {
+  return reinterpret_cast<const void*>(spread_decode_kernel<D>);
+}
+
+// Blocks of the kernel the device holds at once with `bytes` of shared memory.
+template <int D>
+int64_t resident(size_t bytes) {
+  return static_cast<int64_t>(resident_blocks(kernel_of<D>(), kSpThreads, bytes)) * device_limits().multiprocessors;
+}
+
+template <int D>
+SpreadDecodeShape find_shape(int64_t pairs, int cols, int nh, int max_blocks) {
+  const int64_t per_sm = device_limits().multiprocessors / pairs;
+  if (per_sm < 1 || max_blocks < 1) return {};
+  const int tiles = std::max(1, (cols + kSpTile - 1) / kSpTile);
+  int blocks = static_cast<int>(std::min<int64_t>({per_sm, tiles, max_blocks}));
+  const int ids = std::max(8, ((std::max(cols, 1) + blocks - 1) / blocks + 7) / 8 * 8);
+  blocks = std::max(1, (cols + ids - 1) / ids);  // no block without columns
+  if (resident<D>(shared_bytes<D>(nh, blocks)) < pairs * blocks) return {};
+  return {blocks, ids};
+}
+
+template <int D>
+void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
+  SpreadArgs sa{};
+  const int nh = a.heads / a.kv_heads;
+  // All blocks must be resident at once: they wait for each other.
+  if (resident<D>(shared_bytes<D>(nh, a.splits)) < rows * a.kv_heads * a.splits)
+    throw ConfigError("gpu attention: the spread decode kernel's " + std::to_string(rows * a.kv_heads * a.splits) +
+                      " blocks do not all fit the device at once");
+  sa.counters = arrival_counters(rows * a.kv_heads);
+  LaunchShape shape;
+  shape.grid = dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(rows));
+  shape.block = dim3(kSpThreads);
+  shape.shared_bytes = shared_bytes<D>(nh, a.splits);
+  launch_dependent(spread_decode_kernel<D>, shape, stream, a, sa);
+}
+
+}  // namespace
+
+bool spread_decode_supported(const KernelArgs& a, int head_dim, int group, bool fp8) {
+  return !fp8 && mma_decode_supported(a, head_dim, group);
+}
+
+SpreadDecodeShape spread_decode_shape(int64_t pairs, int cols, int head_dim, int group, int max_blocks) {
+  if (pairs < 1 || pairs > INT_MAX || group < 1 || group > kM) return {};
+  switch (head_dim) {
+    case 64: return find_shape<64>(pairs, cols, group, max_blocks);
+    case 128: return find_shape<128>(pairs, cols, group, max_blocks);
+    case 256: return find_shape<256>(pairs, cols, group, max_blocks);
+    default: return {};
+  }
+}
+
+void launch_spread_decode(const KernelArgs& a, int head_dim, int64_t rows, hipStream_t stream) {
+  if (rows > 65535) throw ConfigError("gpu attention: the spread decode kernel takes at most 65535 rows");
+  if (a.splits > 65535 || a.splits < 1) throw ConfigError("gpu attention: bad spread decode block count");
+  switch (head_dim) {
+    case 64: return launch_typed<64>(a, rows, stream);
+    case 128: return launch_typed<128>(a, rows, stream);
+    case 256: return launch_typed<256>(a, rows, stream);
+    default: throw ConfigError("gpu attention: head_dim " + std::to_string(head_dim) + " has no spread kernel");
+  }
+}
+
+#else  // AMD: the tensor-core kernels are NVIDIA's
+
+bool spread_decode_supported(const KernelArgs&, int, int, bool) { return false; }
+SpreadDecodeShape spread_decode_shape(int64_t, int, int, int, int) { return {}; }
+void launch_spread_decode(const KernelArgs&, int, int64_t, hipStream_t) {
+  throw ConfigError("gpu attention: the spread decode kernel exists only in CUDA builds");
+}
+
+#endif
+
+}  // namespace qsa::gpu::attn

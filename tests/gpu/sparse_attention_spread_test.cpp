@@ -1,0 +1,238 @@
+// The spread decode kernel (AttentionPath::kDecodeSpread;
+// sparse_attention_mma.hpp) against the reference on the fresh random steps
+// of sparse_attention_case.hpp (a decode row, a two-row chunk with one row
+// attending nothing, a padding row, an unmapped page, invalid ids):
+//  - sweep: D {64, 128, 256} x G {1, 2} x H/G {1, 12, 16} x ids {37,
+//    2051} x count column off/on, and one row of one id, engine profile
+//    (bf16 P), bf16 cache: the bounds of tests/tolerances.hpp, every output
+//    written (poisoned first);
+//  - Q past f16's range both ways, bf16 logits and sigmoid;
+//  - one decode row: kAuto takes this kernel (the same bits), 65 blocks per
+//    KV group on an H200-class device, merged after their barrier; rows of
+//    4100 ids (two or three tiles per block); the split-K kernel on the
+//    same row (kDecodeSplitK); many launches in a row on one stream (the
+//    barrier counters flip, never reset);
+//  - unaligned gate and outputs give the aligned run's bits; two runs give
+//    the same bits; the workspace holds the kernel's partials where kAuto
+//    may take it;
+//  - where it cannot run (an fp8 cache, unrounded P), kDecodeSpread is a
+//    ConfigError, never another kernel's result.
+// Skipped where the kernel cannot run (an AMD build, or a case whose
+// blocks do not fit the device at once or whose workspace holds too few).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu/common/device_limits.hpp"
+#include "reference/core/errors.hpp"
+#include "tests/gpu/sparse_attention_case.hpp"
+#include "tests/gpu/sparse_attention_run.hpp"
+
+namespace qsa {
+namespace {
+
+using gpu::AttentionPath;
+using gpu_test::AttnSpec;
+
+std::string param_name(const testing::TestParamInfo<AttnSpec>& info) { return gpu_test::spec_name(info.param); }
+
+// Whether kDecodeSpread runs case c on this device, with the workspace
+// sparse_attention_workspace_floats gives it (as run_gpu_path allocates).
+bool spread_runs(const gpu_test::AttnCase& c) {
+  const int64_t T = c.layout.num_tokens;
+  gpu::SparseAttentionDims dims;
+  dims.num_tokens = T;
+  const size_t per_block = static_cast<size_t>(T) * c.params.heads * (c.params.head_dim + 2);
+  const size_t floats = gpu::sparse_attention_workspace_floats(c.params, dims, gpu::kSpreadIdsPerBlock);
+  return gpu::spread_attention_size(c.params, c.kv_params.dtype, T, AttentionPath::kDecodeSpread,
+                                    static_cast<int>(floats / per_block)) > 0;
+}
+
+void expect_same_bits(const gpu_test::GpuOutputs& x, const gpu_test::GpuOutputs& y) {
+  ASSERT_EQ(x.attn.size(), y.attn.size());
+  for (size_t i = 0; i < x.attn.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&x.attn[i], &y.attn[i], sizeof(float)), 0)
+        << "attn element " << i << ": " << x.attn[i] << " vs " << y.attn[i];
+    ASSERT_EQ(x.gated[i], y.gated[i]) << "gated element " << i;
+  }
+}
+
+class GpuSparseAttentionSpread : public testing::TestWithParam<AttnSpec> {};
+
+TEST_P(GpuSparseAttentionSpread, MatchesReference) {
+  const AttnSpec& s = GetParam();
+  const uint64_t seed = gpu_test::case_seed(gpu_test::spec_name(s));
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (override: QSA_TEST_SEED)");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  gpu_test::expect_matches_reference(
+      c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kSpreadIdsPerBlock));
+}
+
+// The sweep's cases have several rows, so their workspace (sized for splits
+// of kSpreadIdsPerBlock ids) holds the kernel's partials only where a row
+// has more than one split: rows of one id are OneIdRow's (one row, whose
+// workspace always holds the kernel's blocks).
+std::vector<AttnSpec> sweep() {
+  std::vector<AttnSpec> out;
+  for (int dim : {64, 128, 256})
+    for (int kv_heads : {1, 2})
+      for (int group : {1, 12, 16})
+        for (int n : {37, 2051})
+          for (bool count : {false, true}) {
+            AttnSpec s;
+            s.dim = dim;
+            s.kv_heads = kv_heads;
+            s.group = group;
+            s.ids = n;
+            s.count = count;
+            s.profile = PrecisionProfile::kEngine;
+            out.push_back(s);
+          }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, GpuSparseAttentionSpread, testing::ValuesIn(sweep()), param_name);
+
+std::vector<AttnSpec> knobs() {
+  std::vector<AttnSpec> out;
+  for (int q_exponent : {17, -24}) {
+    AttnSpec s;
+    s.dim = 256;
+    s.group = 12;
+    s.ids = 2051;
+    s.count = true;
+    s.profile = PrecisionProfile::kEngine;
+    s.q_exponent = q_exponent;
+    out.push_back(s);
+  }
+  AttnSpec k;
+  k.dim = 256;
+  k.group = 12;
+  k.ids = 300;
+  k.profile = PrecisionProfile::kEngine;
+  k.round_logits = true;
+  k.round_sigmoid = true;
+  out.push_back(k);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Knobs, GpuSparseAttentionSpread, testing::ValuesIn(knobs()), param_name);
+
+// The model's decode row: D 256, G 2, H/G 12, 2051 counted ids.
+AttnSpec one_row(int ids) {
+  AttnSpec s;
+  s.dim = 256;
+  s.kv_heads = 2;
+  s.group = 12;
+  s.ids = ids;
+  s.count = true;
+  s.one_row = true;
+  s.profile = PrecisionProfile::kEngine;
+  return s;
+}
+
+// kAuto takes the spread kernel for one row (2 pairs), with 65 blocks of 32
+// ids per KV group on a device of 130+ SMs; the split-K kernel, no longer
+// kAuto's choice there, stays correct on the same row.
+TEST(GpuSparseAttentionSpreadRow, OneRowTakesTheSpreadKernel) {
+  const uint64_t seed = gpu_test::case_seed("spread-one-row");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(2051), seed);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  ASSERT_EQ(c.layout.num_tokens, 1);
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  const int size = gpu::spread_attention_size(c.params, KvDtype::kBf16, 1);
+  EXPECT_GE(size, 1);
+  EXPECT_LE(2 * size, gpu::device_limits().multiprocessors);  // at most a block per SM
+  if (gpu::device_limits().multiprocessors >= 130) {
+    EXPECT_EQ(size, 65);
+  }
+  const gpu_test::GpuOutputs spread = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
+  gpu_test::expect_matches_reference(c, spread);
+  expect_same_bits(spread, gpu_test::run_gpu(c));
+  expect_same_bits(spread, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));  // deterministic
+  gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSplitK, nullptr));
+}
+
+// 4100 ids over (on an H200) 66 blocks: 64 ids, two tiles per block (the
+// running max and the rescale between tiles).
+TEST(GpuSparseAttentionSpreadRow, SeveralTilesPerBlock) {
+  const uint64_t seed = gpu_test::case_seed("spread-tiles");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(4100), seed);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+}
+
+// 200 launches on one stream, the workspace NaN before each: every one
+// waits for all its blocks' partials (a merge before the barrier would read
+// NaN), and the barrier counters, taken from the ring and left flipped,
+// never need a reset.
+TEST(GpuSparseAttentionSpreadRow, RepeatedLaunchesGiveTheSameBits) {
+  const uint64_t seed = gpu_test::case_seed("spread-repeat");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(2051), seed);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  const auto once = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
+  gpu_test::expect_matches_reference(c, once);
+  expect_same_bits(once, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit,
+                                                false, 200));
+}
+
+// One row of one id: one block per KV group, which still meets its barrier.
+TEST(GpuSparseAttentionSpreadRow, OneIdRow) {
+  const uint64_t seed = gpu_test::case_seed("spread-one-id");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(1), seed);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  EXPECT_EQ(gpu::spread_attention_size(c.params, KvDtype::kBf16, 1), 1);
+  gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+}
+
+// Up to kSpreadDecodeMaxPairs (row, KV group) pairs the workspace holds
+// the spread kernel's partials (one split per kSpreadIdsPerBlock ids), past
+// that only the split-K kernel's.
+TEST(GpuSparseAttentionSpreadRow, WorkspaceHoldsTheKernelsBlocks) {
+  const gpu_test::AttnCase row = gpu_test::make_attn_case(one_row(2051), 1);
+  gpu::SparseAttentionDims dims;
+  dims.num_tokens = 1;
+  const size_t per_split = static_cast<size_t>(row.params.heads) * (row.params.head_dim + 2);
+  EXPECT_EQ(gpu::sparse_attention_workspace_floats(row.params, dims), 65 * per_split);
+  EXPECT_EQ(gpu::sparse_attention_workspace_floats(row.params, dims, 256), 65 * per_split);
+  const gpu_test::AttnCase one = gpu_test::make_attn_case(one_row(1), 1);
+  EXPECT_EQ(gpu::sparse_attention_workspace_floats(one.params, dims), per_split);
+  dims.num_tokens = 2;  // 4 pairs: the split-K kernel's 33 splits of 64 ids
+  EXPECT_EQ(gpu::sparse_attention_workspace_floats(row.params, dims), 2 * 33 * per_split);
+  EXPECT_EQ(gpu::sparse_attention_workspace_floats(one.params, dims), 0u);
+}
+
+// The gate and the outputs need no alignment beyond their element's.
+TEST(GpuSparseAttentionSpreadRow, MisalignedOutputsGiveTheAlignedBits) {
+  const uint64_t seed = gpu_test::case_seed("spread-misaligned");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(2051), seed);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  const auto aligned = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
+  const auto shifted =
+      gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, true);
+  expect_same_bits(aligned, shifted);
+}
+
+// Forced where it does not apply, the path fails instead of running another
+// kernel.
+TEST(GpuSparseAttentionSpreadRow, RefusesWhatItDoesNotImplement) {
+  AttnSpec fp8 = one_row(300);
+  fp8.kv = KvDtype::kFp8;
+  EXPECT_THROW(gpu_test::run_gpu_path(gpu_test::make_attn_case(fp8, 1), AttentionPath::kDecodeSpread, nullptr),
+               ConfigError);
+  AttnSpec exact = one_row(300);
+  exact.profile = PrecisionProfile::kExact;  // P not rounded to bf16
+  EXPECT_THROW(gpu_test::run_gpu_path(gpu_test::make_attn_case(exact, 1), AttentionPath::kDecodeSpread, nullptr),
+               ConfigError);
+}
+
+}  // namespace
+}  // namespace qsa
