@@ -201,10 +201,10 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
 // sum O_s w_s and l_s w_s, w_s = exp(m_s - M), over interleaved splits and
 // one thread adds the parts, all in fixed orders (deterministic: the same
 // bits whatever the blocks' timing), and stores A = O / L and the gated
-// output. At one row each phase is a chain of latencies, not work: the
-// attention about 4.9 us, the barrier 1.1, the merge's loads 1.2, its sums
-// and stores the rest (docs/performance.md, twenty-third pass), so the
-// merge spends few instructions per thread between its round trips.
+// output. At one row each phase is a chain of latencies, not work (of
+// 9.1 us: the attention about 5, the barrier 0.8, the merge's loads 1.0,
+// its sums 1.1, its stores 0.7; docs/performance.md, twenty-third pass), so
+// the merge spends few instructions per thread between its round trips.
 template <int D>
 __global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
