@@ -62,24 +62,29 @@ struct SpSmem {
                 "tiles on 128-byte, rows on 16-byte boundaries");
 };
 
-// The merge's shared memory, over the same bytes, for S blocks per pair, a
-// block's share of `quads` float4 outputs over `spans` heads, and `share`
-// quads per block in common: [spans][S] (m, l) pairs, [S][quads] float4
-// partial outputs, per (part, quad) a float4 sum and a float sum, and
-// [spans] maxima.
+// The merge's shared memory, over the same bytes, for S blocks per pair and
+// a block's share of `quads` float4 outputs over `spans` heads: [spans][S]
+// (m, l) pairs, [S][quads] float4 partial outputs, [spans] maxima.
 struct SpMerge {
-  int parts, ml, o, sums, lsums, mx, bytes;
-  __host__ __device__ SpMerge(int spans, int S, int quads, int share) {
-    parts = share >= kSpThreads ? 1 : kSpThreads / share;
-    const int cells = parts * quads > kSpThreads ? parts * quads : kSpThreads;
+  int ml, o, mx, bytes;
+  __host__ __device__ SpMerge(int spans, int S, int quads) {
     ml = 0;
     o = (8 * spans * S + 15) / 16 * 16;
-    sums = o + 16 * S * quads;
-    lsums = sums + 16 * cells;
-    mx = lsums + 4 * cells;
+    mx = o + 16 * S * quads;
     bytes = mx + 4 * spans;
   }
 };
+
+// Threads per output quad in the merge, for `share` quads per block: a
+// power of two up to 32 (a quad's threads sit in one warp and add their
+// parts by shuffles), the most whose quads fit the block at once. Every
+// block of a launch takes the same, so a head's sum L has the same bits in
+// every block that stores part of it.
+__host__ __device__ inline int merge_parts(int share) {
+  int p = 1;
+  while (p < 32 && 2 * p * share <= kSpThreads) p *= 2;
+  return p;
+}
 
 __device__ inline uint32_t swizzle(int r) { return static_cast<uint32_t>(r & 7) << 4; }
 
@@ -199,9 +204,9 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
 // share's partials and its heads' (m, l) at once (one round trip), takes
 // each head's max M (a warp per head), then `parts` threads per output quad
 // sum O_s w_s and l_s w_s, w_s = exp(m_s - M), over interleaved splits and
-// one thread adds the parts, all in fixed orders (deterministic: the same
-// bits whatever the blocks' timing), and stores A = O / L and the gated
-// output. At one row each phase is a chain of latencies, not work (of
+// add their parts by a shuffle tree, all in fixed orders (deterministic:
+// the same bits whatever the blocks' timing), and the quad's first thread
+// stores A = O / L and the gated output. At one row each phase is a chain of latencies, not work (of
 // 9.1 us: the attention about 5, the barrier 0.8, the merge's loads 1.0,
 // its sums 1.1, its stores 0.7; docs/performance.md, twenty-third pass), so
 // the merge spends few instructions per thread between its round trips.
@@ -235,13 +240,15 @@ __global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a,
                h < nh);
   }
   cp_async_commit();
-  // The gates of this thread's first output quad: one latency, hidden
-  // behind the whole attention (a block owns 12 quads of the model's 768 at
-  // one row; a share past 128 quads loads the rest late).
+  // The gates of the output quad this thread stores in the merge's first
+  // round (thread q · parts stores quad q): one latency, hidden behind the
+  // whole attention (a block owns 12 quads of the model's 768 at one row; a
+  // share past kSpThreads / parts quads loads the rest late).
+  const int parts = merge_parts(merge_share(nh, D, b.splits));
   uint16_t gate0[4] = {0, 0, 0, 0};
-  if (tid < b.quads)
+  if (tid % parts == 0 && tid / parts < b.quads)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid) * 4 + e];
+    for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
 
   // The row's counted columns (split_columns' rule).
   const int32_t* row_ids = a.token_idx + b.row * a.index_width;
@@ -421,11 +428,9 @@ __global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a,
   // heads h_first..h_last of the group.
   const int quads = b.quads;
   const int h_first = b.quad0 * 4 / D, spans = (b.quad0 + quads - 1) * 4 / D - h_first + 1;
-  const SpMerge mg(spans, S, quads, merge_share(nh, D, S));
+  const SpMerge mg(spans, S, quads);
   float2* ml_s = reinterpret_cast<float2*>(smem + mg.ml);  // [spans][S] (m, l)
   float4* o_st = reinterpret_cast<float4*>(smem + mg.o);   // [S][quads]
-  float4* sums = reinterpret_cast<float4*>(smem + mg.sums);  // [parts][quads]
-  float* lsums = reinterpret_cast<float*>(smem + mg.lsums);  // [parts][quads]
   // The share's partials by cp.async (read through L2: other blocks wrote
   // them), its heads' (m, l) by loads, all in flight at once.
   for (int i = tid; i < S * quads; i += kSpThreads) {
@@ -456,50 +461,49 @@ __global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a,
   }
   __syncthreads();
   // `parts` threads per quad sum O_s w_s and l_s w_s, w_s = exp(m_s - M),
-  // over the splits s = part (mod parts) in order; then one thread per quad
-  // adds the parts in order. parts follows from the common share, not this
-  // block's quads, so that every block computes a head's L with the same
-  // bits.
-  const int parts = mg.parts;
-  for (int t = tid; t < parts * quads; t += kSpThreads) {
-    const int q = t % quads, part = t / quads, hs = (b.quad0 + q) * 4 / D - h_first;
-    const float2* mh = ml_s + hs * S;
-    const float m = mx_s[hs];
+  // over the splits s = part (mod parts) in order, and add their sums by a
+  // shuffle tree (the same bits in every lane); the quad's first thread
+  // stores A = O / L and the gated output. Rounds are uniform over the
+  // block, so every lane reaches the shuffles.
+  for (int t0 = 0; t0 < parts * quads; t0 += kSpThreads) {
+    const int t = t0 + tid, q = t / parts, part = t % parts;
+    const bool live = q < quads;
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float l = 0.0f;
+    if (live) {
+      const int hs = (b.quad0 + q) * 4 / D - h_first;
+      const float2* mh = ml_s + hs * S;
+      const float m = mx_s[hs];
 #pragma unroll 4
-    for (int s = part; s < S; s += parts) {
-      const float2 ml = mh[s];
-      const float w = ml.x == -INFINITY ? 0.0f : expf(ml.x - m);  // a block that attended nothing weighs 0
-      const float4 o = o_st[s * quads + q];
-      l = fmaf(ml.y, w, l);
-      v.x = fmaf(o.x, w, v.x);
-      v.y = fmaf(o.y, w, v.y);
-      v.z = fmaf(o.z, w, v.z);
-      v.w = fmaf(o.w, w, v.w);
+      for (int s = part; s < S; s += parts) {
+        const float2 ml = mh[s];
+        // A block that attended nothing weighs 0.
+        const float w = ml.x == -INFINITY ? 0.0f : mma::exp2_approx((ml.x - m) * mma::kLog2e);
+        const float4 o = o_st[s * quads + q];
+        l = fmaf(ml.y, w, l);
+        v.x = fmaf(o.x, w, v.x);
+        v.y = fmaf(o.y, w, v.y);
+        v.z = fmaf(o.z, w, v.z);
+        v.w = fmaf(o.w, w, v.w);
+      }
     }
-    sums[t] = v;
-    lsums[t] = l;
-  }
-  __syncthreads();
-  for (int q = tid; q < quads; q += kSpThreads) {
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f}, l = 0.0f;
-#pragma unroll 4
-    for (int part = 0; part < parts; ++part) {
-      const float4 x = sums[part * quads + q];
-      v[0] += x.x;
-      v[1] += x.y;
-      v[2] += x.z;
-      v[3] += x.w;
-      l += lsums[part * quads + q];
+    for (int o = 1; o < parts; o <<= 1) {
+      v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+      v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+      v.z += __shfl_xor_sync(0xffffffffu, v.z, o);
+      v.w += __shfl_xor_sync(0xffffffffu, v.w, o);
+      l += __shfl_xor_sync(0xffffffffu, l, o);
     }
-    const int e = (b.quad0 + q) * 4;
+    if (live && part == 0) {
+      const int e = (b.quad0 + q) * 4;
+      const float vv[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float sig = q == tid ? sig0[k] : gate_sigmoid(a, a.gate[out0 + e + k]);
-      const float out = attn_value(a, softmax_normalized(v[k] * a.v_scale, l));
-      a.attn[out0 + e + k] = out;
-      a.gated[out0 + e + k] = float_to_bf16_bits(out * sig);
+      for (int k = 0; k < 4; ++k) {
+        const float sig = t0 == 0 ? sig0[k] : gate_sigmoid(a, a.gate[out0 + e + k]);
+        const float out = attn_value(a, softmax_normalized(vv[k] * a.v_scale, l));
+        a.attn[out0 + e + k] = out;
+        a.gated[out0 + e + k] = float_to_bf16_bits(out * sig);
+      }
     }
   }
 }
@@ -508,7 +512,7 @@ template <int D>
 size_t shared_bytes(int nh, int splits) {
   // The largest merge: a block's share over as many heads as it can span.
   const int share = merge_share(nh, D, splits);
-  const SpMerge mg(std::min(nh, (share * 4 + D - 2) / D + 1), splits, share, share);
+  const SpMerge mg(std::min(nh, (share * 4 + D - 2) / D + 1), splits, share);
   const size_t need = std::max<size_t>(SpSmem<D>::kBytes, static_cast<size_t>(mg.bytes));
   // More than half of what a block may take, so that no multiprocessor runs
   // two of the launch's blocks: they would share its copies (one row: 9.1
