@@ -207,6 +207,14 @@ PY
     expect 2 'select.hip: no line' "$python" "$src/scripts/topk_stamps.py" "$work/stamps"
     cmp -s "$work/stamps/gpu/select/select_topk.hpp" "$work/stamped.hpp" ||
       { echo "FAIL: a refused topk_stamps.py run wrote a file"; exit 1; }
+    # The spread kernel's stamps summary reproduces the numbers performance.md quotes, and
+    # refuses a file that is not stamps by name.
+    for pattern in 'slots, copies issued +median block +1[.]60' 'barrier: last arrival 4[.]67' 'period 9[.]02 us'; do
+      expect 0 "$pattern" "$python" "$src/scripts/spread_stamps.py" \
+        "$src/docs/bench/issue7-versions/h200-2026-12-02-spread-stamps-pad.jsonl.gz"
+    done
+    echo '{"seq": 1, "blocks": [[1, 2]]}' > "$work/stamps.jsonl"
+    expect 2 'stamps.jsonl: launch 1: a block of 2 values' "$python" "$src/scripts/spread_stamps.py" "$work/stamps.jsonl"
     # The benchmark table shows the host's enqueue time per launch next to the median.
     expect 0 'b1/ctx32768/bf16 +10[.]9 .* 8[.]1$' "$python" "$src/scripts/compare_bench.py" \
       "$src/docs/bench/h200-2026-11-30-issue7-bcaa15f.json" --filter 'attention/decode/b1/ctx32768/bf16'

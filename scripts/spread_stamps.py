@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Summarises the spread decode kernel's stamps (docs/performance.md, issue 7's twenty-third
+pass). The measurement build is docs/bench/issue7-versions/8cc6da3-spread-stamps.patch applied
+to a copy of the tree at 8cc6da3 (never to the working tree); with QSA_SP_STAMPS=FILE, thread
+0 of every block writes %globaltimer at eleven points of each launch, and at its 1500th
+launch the process appends 56 launches to FILE, one JSON line each:
+{"seq": n, "blocks": [[t0, ..., t10, smid] per block]} (0 where a block did not reach a
+point). Times are printed in microseconds from the launch's first block released by
+griddepcontrol.wait: for each point the median over launches of the median block and of the
+last block, then the barrier's last arrival and releases, and the period from one launch's
+first release to the next's.
+
+Usage: scripts/spread_stamps.py FILE.jsonl[.gz]
+  e.g. scripts/spread_stamps.py docs/bench/issue7-versions/h200-2026-12-02-spread-stamps-pad.jsonl.gz
+A missing or malformed file (not JSON lines of that shape, no launch) is an error naming it
+(exit 2).
+"""
+import gzip
+import json
+import statistics
+import sys
+
+POINTS = ["entry", "wait released", "slots, copies issued", "first K landed", "attention done",
+          "partials stored", "barrier passed", "merge loads landed", "maxima", "sums",
+          "outputs stored"]
+WAIT, STORED, PASSED, SMID = 1, 5, 6, 11
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as f:
+            launches = [json.loads(line) for line in f if line.strip()]
+        for r in launches:
+            if not isinstance(r["seq"], int) or not r["blocks"]:
+                raise ValueError("a launch without blocks")
+            for b in r["blocks"]:
+                if len(b) != len(POINTS) + 1 or b[WAIT] == 0:
+                    raise ValueError(f"launch {r['seq']}: a block of {len(b)} values or without its wait stamp")
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
+        raise SystemExit(f"spread_stamps.py: {path}: {e}")
+    if not launches:
+        raise SystemExit(f"spread_stamps.py: {path}: no launch")
+    return sorted(launches, key=lambda r: r["seq"])
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    path = sys.argv[1]
+    try:
+        launches = load(path)
+    except SystemExit as e:
+        print(e, file=sys.stderr)
+        return 2
+    med = statistics.median
+    typical, last = {i: [] for i in range(len(POINTS))}, {i: [] for i in range(len(POINTS))}
+    arrival, first_release, median_release, periods, sms = [], [], [], [], set()
+    for k, r in enumerate(launches):
+        blocks = r["blocks"]
+        base = min(b[WAIT] for b in blocks)
+        for i in range(len(POINTS)):
+            t = [(b[i] - base) / 1e3 for b in blocks if b[i] != 0]
+            if t:
+                typical[i].append(med(t))
+                last[i].append(max(t))
+        arrival.append((max(b[STORED] for b in blocks) - base) / 1e3)
+        released = [(b[PASSED] - base) / 1e3 for b in blocks if b[PASSED] != 0]
+        if released:
+            first_release.append(min(released))
+            median_release.append(med(released))
+        sms.add(len({b[SMID] for b in blocks}))
+        if k + 1 < len(launches) and launches[k + 1]["seq"] == r["seq"] + 1:
+            periods.append((min(b[WAIT] for b in launches[k + 1]["blocks"]) - base) / 1e3)
+    print(f"{path}: {len(launches)} launches of {len(launches[0]['blocks'])} blocks on "
+          f"{'/'.join(str(n) for n in sorted(sms))} SMs; us from the first block's wait release")
+    for i, name in enumerate(POINTS):
+        if typical[i]:
+            print(f"  {name:22s} median block {med(typical[i]):6.2f}  last block {med(last[i]):6.2f}")
+    if first_release:
+        print(f"  barrier: last arrival {med(arrival):.2f}, first release {med(first_release):.2f}, "
+              f"median release {med(median_release):.2f}")
+    if periods:
+        print(f"  period {med(periods):.2f} us (min {min(periods):.2f}, max {max(periods):.2f}, "
+              f"{len(periods)} consecutive pairs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
