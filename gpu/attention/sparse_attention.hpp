@@ -135,6 +135,14 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
 // is the blocks per pair the workspace holds (the launch's partials are
 // [T, H, blocks, D + 2] floats). 0 where the launch takes another kernel
 // (or, for kDecodeSpread, fails).
+// The spread kernel's blocks wait for each other, so all of a launch's
+// blocks must be resident at once: the launcher checks the occupancy, but
+// two launches of it running at the same time on two streams of one device
+// could each hold part of the GPU and wait for ever. A caller that runs
+// attention for one decode row on several streams at once passes
+// AttentionPath::kDecodeSplitK. (A cooperative launch would let the driver
+// place them; it measured 10.5 us against 8.8: docs/performance.md,
+// twenty-third pass.)
 int spread_attention_size(const AttentionParams& p, KvDtype kv, int64_t rows,
                           AttentionPath path = AttentionPath::kAuto, int max_blocks = 65535);
 
