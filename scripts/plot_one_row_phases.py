@@ -110,7 +110,7 @@ def draw(plt, data):
             phases.append(f"{name} {width:.2f}")
             start = t[key]
         ax.text(start + 0.15, y, f"{start:.2f} us", va="center", fontsize=8)
-        labels.append(f"{kernel} kernel, one launch")
+        labels.append({"cluster": "cluster kernel (not kept)", "spread": "spread kernel, v3 (7d8baca)"}[kernel])
         print(f"ctx {CTX}: {kernel} kernel " + ", ".join(phases) + f"; total {start:.2f} us")
     # One legend entry per phase name, in order of first appearance.
     seen = []
