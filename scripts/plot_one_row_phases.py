@@ -30,8 +30,8 @@ import sys
 from figure_out import FigureInputError, VERSIONS_DIR, run_figure
 
 CTX = "32768"
-# Per kernel: its data file, the variant of the split-K runs to take from it
-# (None: none), and its (variant, phase that ends there) stops in kernel order.
+# Per kernel: its data file and its (variant, phase that ends there) stops in
+# kernel order.
 KERNELS = {
     "cluster": ("h200-2026-12-02-cluster-decode-breakdown.jsonl", [
         ("alone", "attention: 130 blocks of 32 ids"),
@@ -52,7 +52,7 @@ COLORS = ["#4c72b0", "#c44e52", "#bbbbbb", "#dd8452", "#55a868"]
 
 
 def load_file(name):
-    """{variant: [median us]} of the file's one-row runs at context CTX; split-K runs as 'split'."""
+    """{variant: [median us]} of the file's one-row runs at context CTX; split-K runs as 'split/<variant>'."""
     path = os.path.join(VERSIONS_DIR, name)
     times = {}
     try:
@@ -64,12 +64,12 @@ def load_file(name):
                 for b in rec["data"]["benchmarks"]:
                     if "/b1/" not in b["name"] or b["name"].split("/ctx")[1].split("/")[0] != CTX:
                         continue
-                    if "/split_kernel" in b["name"]:
+                    if "/split_kernel/" in b["name"]:
                         key = "split/" + rec["variant"]
-                    elif "/spread_kernel" in b["name"] or "/cluster_kernel" in b["name"] or "/bf16/iter" not in b["name"]:
+                    elif "/spread_kernel/" in b["name"] or "/cluster_kernel/" in b["name"]:
                         key = rec["variant"]
                     else:
-                        continue
+                        continue  # kAuto's runs: the same kernels, not a stop
                     times.setdefault(key, []).append(float(b["median_us"]))
     except (OSError, KeyError, ValueError, TypeError, IndexError) as e:
         raise FigureInputError(f"{path}: {e}")
