@@ -5,7 +5,7 @@
 // counter (sparse_attention_spread.hip's pair_barrier), so it only flips
 // the counter's top bit and needs no reset; a counter is shared by two
 // launches only if kArrivalRing / n launches that use the ring are in
-// flight at once (with n = 4 per launch, 262144).
+// flight at once (one decode row at 2 KV groups takes n = 2: 524288).
 #pragma once
 
 #include <cstdint>
