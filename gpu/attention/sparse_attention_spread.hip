@@ -38,8 +38,12 @@ constexpr int kMlBatch = 8;              // (m, l) loads per thread in flight at
 // the blocks per (row, group) and each block's columns; ws_acc and ws_ml
 // the blocks' partials, [T, H, splits, D] and [T, H, splits, 2]).
 struct SpreadArgs {
-  uint32_t* counters;  // [rows x kv_heads] barrier counters (arrival_counters.hpp)
+  int64_t counters;  // index in spread_counters of the launch's [rows x kv_heads] barrier counters
 };
+
+// The kernel's ring of barrier counters (arrival_counters.hpp): zero when
+// the module loads, never reset.
+__device__ uint32_t spread_counters[kArrivalRing];
 
 // Shared memory for head dim D while the block attends. K and V tiles are
 // [kSpTile][D] bf16 rows, unpadded and swizzled as the split-K kernel's
@@ -424,7 +428,7 @@ __global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a,
     if (gq + 8 < nh)
       *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2) = make_float2(m_run[1], l_run[1]);
   }
-  pair_barrier(sa.counters + b.row * a.kv_heads + b.g, b.j, S);
+  pair_barrier(spread_counters + sa.counters + b.row * a.kv_heads + b.g, b.j, S);
   if (b.quads == 0) return;
 
   // The merge of this block's share, over the tile memory. Its quads span
@@ -554,7 +558,11 @@ void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
   if (resident<D>(shared_bytes<D>(nh, a.splits)) < rows * a.kv_heads * a.splits)
     throw ConfigError("gpu attention: the spread decode kernel's " + std::to_string(rows * a.kv_heads * a.splits) +
                       " blocks do not all fit the device at once");
-  sa.counters = arrival_counters(rows * a.kv_heads);
+  if (rows * a.kv_heads > kArrivalRing)
+    throw ConfigError("gpu attention: the spread decode kernel's " + std::to_string(rows * a.kv_heads) +
+                      " (row, KV group) pairs need more barrier counters than its ring of " +
+                      std::to_string(kArrivalRing) + " holds");
+  sa.counters = arrival_ring_index(rows * a.kv_heads);
   LaunchShape shape;
   shape.grid = dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(rows));
   shape.block = dim3(kSpThreads);
