@@ -245,13 +245,27 @@ void require_aligned(const void* ptr, const char* what) {
     throw InputError(std::string("gpu attention: ") + what + " must be 16-byte aligned");
 }
 
-// The blocks per (row, KV group) whose partials the caller's workspace
-// holds for the spread decode kernel ([T, H, blocks, D + 2] floats).
-int spread_workspace_blocks(const AttentionParams& p, const SparseAttentionDims& dims,
-                            const SparseAttentionArgs& args) {
-  if (args.workspace == nullptr || dims.num_tokens < 1) return 0;
-  const size_t per = static_cast<size_t>(dims.num_tokens) * p.heads * (p.head_dim + 2);
-  return static_cast<int>(std::min<size_t>(args.workspace_floats / per, 65535));
+}  // namespace
+
+bool tensor_core_attention_available(const AttentionParams& p) {
+  return p.kv_heads > 0 && attn::mma_decode_params_supported(p.head_dim, p.heads / p.kv_heads, p.p_rounding);
+}
+
+namespace {
+
+// The spread decode kernel's shape where `path` takes it for `rows` rows
+// of p with `workspace_floats` of workspace (spread_attention_size's rule);
+// {0, 0} where the launch takes another kernel.
+attn::SpreadDecodeShape spread_shape(const AttentionParams& p, KvDtype kv, int64_t rows, AttentionPath path,
+                                     size_t workspace_floats) {
+  if (kv != KvDtype::kBf16 || !tensor_core_attention_available(p) || rows < 1) return {};
+  if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kDecodeSpread)
+    return {};
+  const int64_t pairs = rows * p.kv_heads;
+  if (path != AttentionPath::kDecodeSpread && pairs > kSpreadDecodeMaxPairs) return {};
+  const int max_blocks =
+      static_cast<int>(std::min<size_t>(workspace_floats / spread_workspace_floats_per_block(p, rows), 65535));
+  return attn::spread_decode_shape(pairs, sparse_attention_columns(p), p.head_dim, p.heads / p.kv_heads, max_blocks);
 }
 
 }  // namespace
@@ -264,10 +278,6 @@ AttentionPath resolve_attention_path(const SparseAttentionDims& dims, const Spar
                                                                                               : AttentionPath::kDecode;
 }
 
-bool tensor_core_attention_available(const AttentionParams& p) {
-  return p.kv_heads > 0 && attn::mma_decode_params_supported(p.head_dim, p.heads / p.kv_heads, p.p_rounding);
-}
-
 int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t rows, int ids_per_split) {
   if (!tensor_core_attention_available(p)) return 0;
   return attn::mma_decode_splits(rows * p.kv_heads, sparse_attention_columns(p),
@@ -275,14 +285,8 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
 }
 
 int spread_attention_size(const AttentionParams& p, KvDtype kv, int64_t rows, AttentionPath path,
-                          int max_blocks) {
-  if (kv != KvDtype::kBf16 || !tensor_core_attention_available(p) || rows < 1) return 0;
-  if (path != AttentionPath::kAuto && path != AttentionPath::kDecode && path != AttentionPath::kDecodeSpread)
-    return 0;
-  const int64_t pairs = rows * p.kv_heads;
-  if (path != AttentionPath::kDecodeSpread && pairs > kSpreadDecodeMaxPairs) return 0;
-  return attn::spread_decode_shape(pairs, sparse_attention_columns(p), p.head_dim, p.heads / p.kv_heads, max_blocks)
-      .blocks;
+                          size_t workspace_floats) {
+  return spread_shape(p, kv, rows, path, workspace_floats).blocks;
 }
 
 bool tensor_core_prefill_available(const AttentionParams& p, KvDtype kv) {
@@ -442,21 +446,18 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
     const int cols = sparse_attention_columns(p);
     // A few rows: the spread kernel, one launch (sparse_attention_mma.hpp).
     const int64_t pairs = dims.num_tokens * p.kv_heads;
-    if (path == AttentionPath::kDecodeSpread ||
-        (path != AttentionPath::kDecodeSplitK && pairs <= kSpreadDecodeMaxPairs)) {
-      const attn::SpreadDecodeShape shape =
-          attn::spread_decode_supported(a, p.head_dim, group, fp8)
-              ? attn::spread_decode_shape(pairs, cols, p.head_dim, group, spread_workspace_blocks(p, dims, args))
-              : attn::SpreadDecodeShape{};
-      if (shape.blocks > 0) {
-        a.splits = shape.blocks;
-        a.ids_per_split = shape.ids;
-        a.head_chunks = 1;
-        a.ws_acc = args.workspace;
-        a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * shape.blocks * p.head_dim;
-        attn::launch_spread_decode(a, p.head_dim, dims.num_tokens, stream);
-        return;
-      }
+    const attn::SpreadDecodeShape spread =
+        attn::spread_decode_supported(a, p.head_dim, group, fp8)
+            ? spread_shape(p, kv.dtype, dims.num_tokens, path, args.workspace == nullptr ? 0 : args.workspace_floats)
+            : attn::SpreadDecodeShape{};
+    if (spread.blocks > 0) {
+      a.splits = spread.blocks;
+      a.ids_per_split = spread.ids;
+      a.head_chunks = 1;
+      a.ws_acc = args.workspace;  // [T, H, blocks, D] then [T, H, blocks, 2]
+      a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * spread.blocks * p.head_dim;
+      attn::launch_spread_decode(a, p.head_dim, dims.num_tokens, stream);
+      return;
     }
     if (path == AttentionPath::kDecodeSpread)
       throw ConfigError("gpu attention: the spread decode kernel does not run here (it needs a bf16 cache, a "

@@ -131,10 +131,10 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
 // (sparse_attention_mma.hpp) for `rows` rows of params p and KV dtype kv on
 // the current device, where `path` (kAuto, kDecode or kDecodeSpread) takes
 // it: kAuto and kDecode for at most kSpreadDecodeMaxPairs (row, KV group)
-// pairs, kDecodeSpread for any number the device holds at once; max_blocks
-// is the blocks per pair the workspace holds (the launch's partials are
-// [T, H, blocks, D + 2] floats). 0 where the launch takes another kernel
-// (or, for kDecodeSpread, fails).
+// pairs, kDecodeSpread for any number the device holds at once, with
+// `workspace_floats` of workspace (no more blocks per pair than it holds:
+// spread_workspace_floats_per_block each). 0 where the launch takes
+// another kernel (or, for kDecodeSpread, fails).
 // The spread kernel's blocks wait for each other, so all of a launch's
 // blocks must be resident at once: the launcher checks the occupancy, but
 // two launches of it running at the same time on two streams of one device
@@ -144,7 +144,7 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
 // place them; it measured 10.5 us against 8.8: docs/performance.md,
 // twenty-third pass.)
 int spread_attention_size(const AttentionParams& p, KvDtype kv, int64_t rows,
-                          AttentionPath path = AttentionPath::kAuto, int max_blocks = 65535);
+                          AttentionPath path = AttentionPath::kAuto, size_t workspace_floats = SIZE_MAX);
 
 // Runs the attention and the gate on `stream`. The index inputs must have
 // passed validate_sparse_attention (which returns `dims`); the kernel guards

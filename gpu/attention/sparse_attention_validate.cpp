@@ -103,15 +103,21 @@ int sparse_attention_splits(const AttentionParams& p, int ids_per_split) {
 
 size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
                                          int ids_per_split) {
-  int splits = sparse_attention_splits(p, ids_per_split);
+  const int splits = sparse_attention_splits(p, ids_per_split);
+  size_t floats = splits == 1 ? 0
+                              : static_cast<size_t>(dims.num_tokens) * static_cast<size_t>(p.heads) *
+                                    static_cast<size_t>(splits) * (static_cast<size_t>(p.head_dim) + 2);
   if (dims.num_tokens * p.kv_heads <= kSpreadDecodeMaxPairs) {
     const int cols = sparse_attention_columns(p);
-    splits = std::max(splits, (cols + kSpreadIdsPerBlock - 1) / kSpreadIdsPerBlock);
-  } else if (splits == 1) {
-    return 0;
+    const size_t blocks = static_cast<size_t>(std::max(1, (cols + kSpreadIdsPerBlock - 1) / kSpreadIdsPerBlock));
+    floats = std::max(floats, blocks * spread_workspace_floats_per_block(p, dims.num_tokens));
   }
-  return static_cast<size_t>(dims.num_tokens) * static_cast<size_t>(p.heads) * static_cast<size_t>(splits) *
-         (static_cast<size_t>(p.head_dim) + 2);
+  return floats;
+}
+
+size_t spread_workspace_floats_per_block(const AttentionParams& p, int64_t rows) {
+  if (rows < 1) return 0;
+  return static_cast<size_t>(rows) * static_cast<size_t>(p.heads) * (static_cast<size_t>(p.head_dim) + 2);
 }
 
 int sparse_attention_ids_per_split(const AttentionParams& p, const SparseAttentionDims& dims) {

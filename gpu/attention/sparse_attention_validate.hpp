@@ -74,10 +74,13 @@ inline constexpr int kSpreadIdsPerBlock = 32;
 // accumulators plus the running max and sum (with bf16-normalised P: the
 // split's partial PV sum and its softmax max and sum). The splits are
 // ceil(columns / ids_per_split), 0 floats with one; for at most
-// kSpreadDecodeMaxPairs pairs, at least the spread kernel's blocks
-// (ceil(columns / kSpreadIdsPerBlock), at least one).
+// kSpreadDecodeMaxPairs pairs, at least what the spread kernel's blocks
+// take (ceil(columns / kSpreadIdsPerBlock) of them, at least one).
 size_t sparse_attention_workspace_floats(const AttentionParams& p, const SparseAttentionDims& dims,
                                          int ids_per_split = kDefaultIdsPerSplit);
+// Floats of workspace one spread block per (row, KV group) takes over
+// `rows` rows: per (row, head) D sums and (m, l).
+size_t spread_workspace_floats_per_block(const AttentionParams& p, int64_t rows);
 // The ids_per_split a caller without its own policy should use:
 // kDefaultIdsPerSplit up to kSplitKMaxRows rows, one split per row above
 // (then the rows alone fill the GPU and the workspace, which grows with

@@ -140,9 +140,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
   // The splits per row the tensor-core decode kernel took (0 where another
   // kernel ran): what its one-row time depends on (docs/performance.md).
   // The spread kernel's blocks per (row, KV group) where it ran, else 0.
-  const size_t per_block = static_cast<size_t>(T) * p.heads * (p.head_dim + 2);
-  const int spread =
-      gpu::spread_attention_size(p, dtype, T, path, static_cast<int>(std::min<size_t>(ws_floats / per_block, 65535)));
+  const int spread = gpu::spread_attention_size(p, dtype, T, path, ws_floats);
   state.counters["spread"] = spread;
   if (spread == 0 && (path == gpu::AttentionPath::kDecode || path == gpu::AttentionPath::kDecodeSplitK))
     state.counters["splits"] = gpu::tensor_core_attention_splits(p, dtype, T, split_ids);
