@@ -61,22 +61,33 @@ inline gpu::SparseAttentionPrefillPlan prefill_plan(const AttnCase& c) {
                                             c.layout.seq_lens, c.layout.block_table);
 }
 
+// How run_gpu_path repeats its launch (launches > 1):
+//  kPoisoned  on one stream, the workspace set to NaN before each repeat (a
+//             merge that read partials before they were written would show it);
+//  kStale     on one stream, every launch but the last with the queries
+//             negated, the workspace left as each launch leaves it (a merge
+//             that took an earlier launch's partials for its own would show it);
+//  kGraph     kStale's launches as replays of one graph, captured once on a
+//             stream of its own (the kernel arguments are the same every time).
+enum class Repeat { kPoisoned, kStale, kGraph };
+
 // Runs the case through `path`; a non-null plan is uploaded and passed in the
 // prefill_* arguments (kAuto without a plan is the decode path). With
 // misaligned_io the gate, attn and gated pointers sit one element past their
 // allocations' starts (off the 8- and 16-byte boundaries of vector access).
-// With launches > 1 the launch repeats on one stream, the workspace set to
-// NaN before each repeat (a merge that read partials before they were
-// written would show it).
+// With launches > 1 the launch repeats as `repeat` says.
 inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const gpu::SparseAttentionPrefillPlan* plan,
                                int ids_per_split = gpu::kDefaultIdsPerSplit, bool misaligned_io = false,
-                               int launches = 1) {
+                               int launches = 1, Repeat repeat = Repeat::kPoisoned) {
   const gpu::SparseAttentionDims dims = validate_case(c);
   const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
   const size_t pad = misaligned_io ? 1 : 0;
   std::vector<uint16_t> gate_bits = bf16_bits_of(c.gate);
   gate_bits.insert(gate_bits.begin(), pad, uint16_t{0});
-  gpu::DeviceBuffer<uint16_t> q(bf16_bits_of(c.q)), gate(gate_bits);
+  const std::vector<uint16_t> q_bits = bf16_bits_of(c.q);
+  std::vector<uint16_t> q_negated = q_bits;
+  for (uint16_t& bits : q_negated) bits ^= 0x8000u;
+  gpu::DeviceBuffer<uint16_t> q(q_bits), gate(gate_bits);
   gpu::DeviceBuffer<int32_t> idx(c.token_idx.data), t2r(c.layout.token_to_req), lens(c.layout.seq_lens),
       table(c.layout.block_table.data);
   gpu::DeviceBuffer<uint16_t> k16, v16;
@@ -124,9 +135,33 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
     a.prefill_rows_per_tile = plan->rows_per_tile;
     a.prefill_row_ids = plan->row_ids;
   }
-  for (int i = 0; i < launches; ++i) {
-    if (i > 0 && ws_floats > 0) QSA_GPU_CHECK(hipMemsetAsync(ws.get(), 0xff, ws_floats * sizeof(float), nullptr));
-    gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, nullptr, ids_per_split, path);
+  const auto launch = [&](hipStream_t stream) {
+    gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, stream, ids_per_split, path);
+  };
+  if (repeat == Repeat::kGraph && launches > 1) {
+    hipStream_t stream = nullptr;
+    hipGraph_t graph = nullptr;
+    hipGraphExec_t exec = nullptr;
+    QSA_GPU_CHECK(hipStreamCreate(&stream));
+    QSA_GPU_CHECK(hipStreamBeginCapture(stream, hipStreamCaptureModeThreadLocal));
+    launch(stream);
+    QSA_GPU_CHECK(hipStreamEndCapture(stream, &graph));
+    QSA_GPU_CHECK(hipGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int i = 0; i < launches; ++i) {
+      q.upload(i + 1 < launches ? q_negated : q_bits);  // synchronous: the last replay has finished
+      QSA_GPU_CHECK(hipGraphLaunch(exec, stream));
+      QSA_GPU_CHECK(hipStreamSynchronize(stream));
+    }
+    QSA_GPU_CHECK(hipGraphExecDestroy(exec));
+    QSA_GPU_CHECK(hipGraphDestroy(graph));
+    QSA_GPU_CHECK(hipStreamDestroy(stream));
+  } else {
+    for (int i = 0; i < launches; ++i) {
+      if (repeat == Repeat::kPoisoned && i > 0 && ws_floats > 0)
+        QSA_GPU_CHECK(hipMemsetAsync(ws.get(), 0xff, ws_floats * sizeof(float), nullptr));
+      if (repeat == Repeat::kStale) q.upload(i + 1 < launches ? q_negated : q_bits);
+      launch(nullptr);
+    }
   }
   QSA_GPU_CHECK(hipDeviceSynchronize());
   GpuOutputs out{attn.download(), gated.download()};

@@ -11,7 +11,9 @@
 //    KV group on an H200-class device, merged after their barrier; rows of
 //    4100 ids (two or three tiles per block); the split-K kernel on the
 //    same row (kDecodeSplitK); many launches in a row on one stream (the
-//    barrier counters flip, never reset);
+//    barrier counters flip, never reset); an earlier launch's partials,
+//    left in the workspace, never merged by a later one, on one stream and
+//    in the replays of a captured graph;
 //  - unaligned gate and outputs give the aligned run's bits; two runs give
 //    the same bits; the workspace holds the kernel's partials where kAuto
 //    may take it;
@@ -45,10 +47,8 @@ bool spread_runs(const gpu_test::AttnCase& c) {
   const int64_t T = c.layout.num_tokens;
   gpu::SparseAttentionDims dims;
   dims.num_tokens = T;
-  const size_t per_block = static_cast<size_t>(T) * c.params.heads * (c.params.head_dim + 2);
   const size_t floats = gpu::sparse_attention_workspace_floats(c.params, dims, gpu::kSpreadIdsPerBlock);
-  return gpu::spread_attention_size(c.params, c.kv_params.dtype, T, AttentionPath::kDecodeSpread,
-                                    static_cast<int>(floats / per_block)) > 0;
+  return gpu::spread_attention_size(c.params, c.kv_params.dtype, T, AttentionPath::kDecodeSpread, floats) > 0;
 }
 
 void expect_same_bits(const gpu_test::GpuOutputs& x, const gpu_test::GpuOutputs& y) {
@@ -182,6 +182,30 @@ TEST(GpuSparseAttentionSpreadRow, RepeatedLaunchesGiveTheSameBits) {
                                                 false, 200));
 }
 
+// Launches that leave their partials in the workspace for the next: every
+// one but the last with the queries negated, five replays of one captured
+// graph (whose kernel arguments, the barrier counters included, are the
+// same every time), then five launches on one stream. A merge that passed
+// its barrier before all of its launch's partials landed would take an
+// earlier launch's, which are numbers, not NaN, and give neither the
+// reference's result nor the same bits. Run alone, the capture holds the
+// process's first spread launch (which must need no setup call).
+TEST(GpuSparseAttentionSpreadRow, EarlierLaunchesPartialsAreNeverTaken) {
+  const uint64_t seed = gpu_test::case_seed("spread-stale");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(2051), seed);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  std::vector<gpu_test::GpuOutputs> runs;
+  for (const gpu_test::Repeat repeat : {gpu_test::Repeat::kGraph, gpu_test::Repeat::kStale}) {
+    SCOPED_TRACE(repeat == gpu_test::Repeat::kStale ? "one stream" : "graph replays");
+    runs.push_back(
+        gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, false, 5, repeat));
+    gpu_test::expect_matches_reference(c, runs.back());
+  }
+  expect_same_bits(runs[0], runs[1]);
+  expect_same_bits(runs[0], gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+}
+
 // One row of one id: one block per KV group, which still meets its barrier.
 TEST(GpuSparseAttentionSpreadRow, OneIdRow) {
   const uint64_t seed = gpu_test::case_seed("spread-one-id");
@@ -193,15 +217,24 @@ TEST(GpuSparseAttentionSpreadRow, OneIdRow) {
 }
 
 // Up to kSpreadDecodeMaxPairs (row, KV group) pairs the workspace holds
-// the spread kernel's partials (one split per kSpreadIdsPerBlock ids), past
-// that only the split-K kernel's.
+// the spread kernel's partials (one block per kSpreadIdsPerBlock ids), past
+// that only the split-K kernel's; with less, kAuto takes as many blocks as
+// it holds.
 TEST(GpuSparseAttentionSpreadRow, WorkspaceHoldsTheKernelsBlocks) {
   const gpu_test::AttnCase row = gpu_test::make_attn_case(one_row(2051), 1);
   gpu::SparseAttentionDims dims;
   dims.num_tokens = 1;
   const size_t per_split = static_cast<size_t>(row.params.heads) * (row.params.head_dim + 2);
+  EXPECT_EQ(gpu::spread_workspace_floats_per_block(row.params, 1), per_split);
   EXPECT_EQ(gpu::sparse_attention_workspace_floats(row.params, dims), 65 * per_split);
   EXPECT_EQ(gpu::sparse_attention_workspace_floats(row.params, dims, 256), 65 * per_split);
+  if (gpu::device_limits().multiprocessors >= 130) {
+    EXPECT_EQ(gpu::spread_attention_size(row.params, KvDtype::kBf16, 1, AttentionPath::kAuto, 65 * per_split), 65);
+  }
+  const int fewer = gpu::spread_attention_size(row.params, KvDtype::kBf16, 1, AttentionPath::kAuto, 40 * per_split);
+  EXPECT_GE(fewer, 1);
+  EXPECT_LE(fewer, 40);
+  EXPECT_EQ(gpu::spread_attention_size(row.params, KvDtype::kBf16, 1, AttentionPath::kAuto, per_split - 1), 0);
   const gpu_test::AttnCase one = gpu_test::make_attn_case(one_row(1), 1);
   EXPECT_EQ(gpu::sparse_attention_workspace_floats(one.params, dims), per_split);
   dims.num_tokens = 2;  // 4 pairs: the split-K kernel's 33 splits of 64 ids
