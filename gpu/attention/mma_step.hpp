@@ -134,6 +134,32 @@ constexpr float kLog2e = 1.4426950408889634f;
 // final (m, l, O) are consistent for any m, so the merges are unchanged.
 constexpr float kLazyMax = 5.545177444479562f;
 
+// Max and sum over the 4 lanes of an mma quad (the lanes that hold one head
+// row's logits of an n8 tile), every lane getting the result.
+__device__ inline float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ inline float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// L2 prefetches, by one warp, of row `row`'s request, its seq_len and its
+// block-table row (the first 1024 pages), issued before a kernel waits for
+// the previous one. A prefetch only fills L2, which the previous kernel's
+// writes also reach, so no later load can see stale data; the request that
+// steers the last two is read through L2 only (no L1 line to go stale) and
+// only chooses addresses, bounds-checked.
+__device__ inline void prefetch_row_request(const KernelArgs& a, int64_t row, int lane) {
+  if (a.num_reqs <= 0) return;
+  if (lane == 0) prefetch_l2(a.token_to_req + row);
+  const int req = __ldcg(a.token_to_req + row);
+  if (req < 0 || req >= a.num_reqs) return;
+  if (lane == 1) prefetch_l2(a.seq_lens + req);
+  if (lane * 32 < a.max_pages) prefetch_l2(a.block_table + static_cast<int64_t>(req) * a.max_pages + lane * 32);
+}
+
 // Online softmax of one head row over the step's N logits this lane holds
 // (2 per n8 tile; the tile's other 6 sit in the 3 lanes of the same quad):
 // updates m and l,
@@ -147,8 +173,7 @@ __device__ inline float softmax_row(float (&s)[N], float& m, float& l) {
   float mx = s[0];
 #pragma unroll
   for (int i = 1; i < N; ++i) mx = fmaxf(mx, s[i]);
-  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  mx = quad_max(mx);
   const bool move = mx > m + kLazyMax;  // false while mx = -inf (and for NaN)
   const float m_new = move ? mx : m;
   const float m_sub = m_new == -INFINITY ? 0.0f : m_new;  // -inf logits then give exp2(-inf) = 0
@@ -159,8 +184,7 @@ __device__ inline float softmax_row(float (&s)[N], float& m, float& l) {
   };
 #pragma unroll
   for (int i = 0; i < N; ++i) weight(s[i]);
-  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  sum = quad_sum(sum);
   const float alpha = move ? exp2_approx((m - m_new) * kLog2e) : 1.0f;  // m = -inf: 0 (l and O are 0 anyway)
   l = l * alpha + sum;
   m = m_new;

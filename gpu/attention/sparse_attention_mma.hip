@@ -366,12 +366,10 @@ __device__ inline int share_start(int len, int w) {
 
 // L2 prefetches of what a block reads first, issued before it waits for
 // the previous kernel: the ids each warp starts with (and the count
-// column), the row's request, its seq_len and its block-table row (the
-// first 1024 pages). A prefetch only fills L2, which the previous kernel's
-// writes also reach, so no later load can see stale data; the request that
-// steers the last two is read through L2 only (no L1 line to go stale) and
-// only chooses addresses, bounds-checked. Measured (docs/performance.md):
-// 8 rows 21.7 -> 21.1 us, 256 rows 320 -> 317 us; one row within noise.
+// column), and by warp 1 the row's request, its seq_len and its
+// block-table row (prefetch_row_request, which says why this is safe).
+// Measured (docs/performance.md): 8 rows 21.7 -> 21.1 us, 256 rows 320 ->
+// 317 us; one row within noise.
 template <int NT>
 __device__ void prefetch_row_start(const KernelArgs& a) {
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
@@ -384,14 +382,7 @@ __device__ void prefetch_row_start(const KernelArgs& a) {
   const int end = begin + share_start<NT>(nominal, warp + 1);
   if (lane * 32 < min(end - first, kWarpChunk)) prefetch_l2(ids + first + lane * 32);  // 32 ids per line
   if (warp == 0 && lane == 31 && a.count_column) prefetch_l2(ids + a.index_width - 1);
-  if (warp == 1 && a.num_reqs > 0) {
-    if (lane == 0) prefetch_l2(a.token_to_req + row);
-    const int req = __ldcg(a.token_to_req + row);
-    if (req >= 0 && req < a.num_reqs) {
-      if (lane == 1) prefetch_l2(a.seq_lens + req);
-      if (lane * 32 < a.max_pages) prefetch_l2(a.block_table + static_cast<int64_t>(req) * a.max_pages + lane * 32);
-    }
-  }
+  if (warp == 1) prefetch_row_request(a, row, lane);
 }
 
 // kFnuz (fp8 only) picks AMD's e4m3 format at compile time: a runtime
