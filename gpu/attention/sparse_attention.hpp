@@ -138,7 +138,9 @@ int tensor_core_attention_splits(const AttentionParams& p, KvDtype kv, int64_t r
 // The spread kernel's blocks wait for each other, so all of a launch's
 // blocks must be resident at once: the launcher checks the occupancy, but
 // two launches of it running at the same time on two streams of one device
-// could each hold part of the GPU and wait for ever. A caller that runs
+// could each hold part of the GPU and wait, until a block gives up after
+// seconds of polling and traps: the launch then fails with a launch error,
+// which ends the process's CUDA context. A caller that runs
 // attention for one decode row on several streams at once passes
 // AttentionPath::kDecodeSplitK. (A cooperative launch would let the driver
 // place them; it measured 10.5 us against 8.8: docs/performance.md,

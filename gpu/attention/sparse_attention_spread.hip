@@ -92,16 +92,6 @@ __host__ __device__ inline int merge_parts(int share) {
 
 __device__ inline uint32_t swizzle(int r) { return static_cast<uint32_t>(r & 7) << 4; }
 
-__device__ inline float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-
-__device__ inline float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
 __device__ inline uint32_t load_acquire(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -113,14 +103,18 @@ __device__ inline uint32_t load_acquire(const uint32_t* p) {
 // the counter's top bit flips once all have arrived, and the counter needs
 // no reset between launches. Each block's global stores before it are
 // visible to every block's loads after it (the fence before the arrival,
-// the acquiring load after it, the block barriers around both).
+// the acquiring load after it, the block barriers around both). A block
+// that polls kPollLimit times (seconds) traps: some block of the pair is
+// not resident and never will be (two launches on two streams each holding
+// part of the GPU), and the launch fails instead of hanging.
+constexpr uint32_t kPollLimit = 1u << 24;
 __device__ inline void pair_barrier(uint32_t* counter, int block, int blocks) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
     const uint32_t old = atomicAdd(counter, block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u);
-    while (((old ^ load_acquire(counter)) & kFlip) == 0) {
-    }
+    for (uint32_t polls = 1; ((old ^ load_acquire(counter)) & kFlip) == 0; ++polls)
+      if (polls == kPollLimit) __trap();
   }
   __syncthreads();
 }
@@ -162,7 +156,8 @@ __device__ inline SpBlock sp_block(const KernelArgs& a, int head_dim) {
 // the previous kernel (as the split-K kernel's prefetch_row_start, whose
 // comment says why this is safe), a warp each: the block's ids and the
 // count column; the group's Q rows; the gates of the block's share of the
-// outputs; the row's request, seq_len and block-table row.
+// outputs; the row's request, seq_len and block-table row (the first 1024
+// pages: prefetch_row_request).
 template <int D>
 __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
@@ -176,14 +171,8 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
     for (int l = lane; l < nh * D / 64; l += 32) prefetch_l2(a.q + out0 + l * 64);  // 64 bf16 per line
   } else if (warp == 2) {
     for (int l = lane; l * 16 < b.quads; l += 32) prefetch_l2(a.gate + out0 + (b.quad0 + l * 16) * 4);
-  } else if (a.num_reqs > 0) {
-    if (lane == 0) prefetch_l2(a.token_to_req + b.row);
-    const int req = __ldcg(a.token_to_req + b.row);
-    if (req >= 0 && req < a.num_reqs) {
-      if (lane == 1) prefetch_l2(a.seq_lens + req);
-      for (int l = lane; l * 32 < a.max_pages; l += 32)
-        prefetch_l2(a.block_table + static_cast<int64_t>(req) * a.max_pages + l * 32);
-    }
+  } else {
+    mma::prefetch_row_request(a, b.row, lane);
   }
 }
 
@@ -341,7 +330,7 @@ __global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a,
     // Row gq's logits of ids 2tq, 2tq + 1 in s4[0..1], row gq + 8's in s4[2..3].
     float r0[2] = {live0 ? s4[0] : -INFINITY, live1 ? s4[1] : -INFINITY};
     float r1[2] = {live0 ? s4[2] : -INFINITY, live1 ? s4[3] : -INFINITY};
-    const float wm0 = quad_max(fmaxf(r0[0], r0[1])), wm1 = quad_max(fmaxf(r1[0], r1[1]));
+    const float wm0 = mma::quad_max(fmaxf(r0[0], r0[1])), wm1 = mma::quad_max(fmaxf(r1[0], r1[1]));
     if (tq == 0) {
       stat_m[gq * kSpWarps + warp] = wm0;
       stat_m[(gq + 8) * kSpWarps + warp] = wm1;
@@ -370,7 +359,7 @@ __global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a,
     // P rounded to bf16 (the PV operand); l sums the unrounded weights.
     p_s[(gq * L::kPPitch + 8 * warp + 2 * tq) / 2] = mma::p_bf16x2(r0[0], r0[1]);
     p_s[((gq + 8) * L::kPPitch + 8 * warp + 2 * tq) / 2] = mma::p_bf16x2(r1[0], r1[1]);
-    const float ws0 = quad_sum(r0[0] + r0[1]), ws1 = quad_sum(r1[0] + r1[1]);
+    const float ws0 = mma::quad_sum(r0[0] + r0[1]), ws1 = mma::quad_sum(r1[0] + r1[1]);
     if (tq == 0) {
       stat_l[gq * kSpWarps + warp] = ws0;
       stat_l[(gq + 8) * kSpWarps + warp] = ws1;
