@@ -63,6 +63,8 @@ inline std::string spec_name(const AttnSpec& s) {
 
 // gtest prints parameters with this (instead of their bytes).
 inline void PrintTo(const AttnSpec& s, std::ostream* os) { *os << spec_name(s); }
+// ... and names the instances of a suite over AttnSpec with this.
+inline std::string param_name(const testing::TestParamInfo<AttnSpec>& info) { return spec_name(info.param); }
 
 // Seeds are fixed per case and overridable with QSA_TEST_SEED.
 inline uint64_t case_seed(const std::string& name) {

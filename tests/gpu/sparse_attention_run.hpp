@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,16 @@ struct GpuOutputs {
   std::vector<float> attn;
   std::vector<uint16_t> gated;
 };
+
+// x and y hold the same bits, element for element (NaN payloads included).
+inline void expect_same_bits(const GpuOutputs& x, const GpuOutputs& y) {
+  ASSERT_EQ(x.attn.size(), y.attn.size());
+  for (size_t i = 0; i < x.attn.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&x.attn[i], &y.attn[i], sizeof(float)), 0)
+        << "attn element " << i << ": " << x.attn[i] << " vs " << y.attn[i];
+    ASSERT_EQ(x.gated[i], y.gated[i]) << "gated element " << i;
+  }
+}
 
 // The device copies of the cache: K and V as [slots, G, D] bf16 bits or fp8
 // codes, taken from the reference cache's stored bytes.
@@ -85,8 +96,11 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
   std::vector<uint16_t> gate_bits = bf16_bits_of(c.gate);
   gate_bits.insert(gate_bits.begin(), pad, uint16_t{0});
   const std::vector<uint16_t> q_bits = bf16_bits_of(c.q);
-  std::vector<uint16_t> q_negated = q_bits;
-  for (uint16_t& bits : q_negated) bits ^= 0x8000u;
+  std::vector<uint16_t> q_negated;  // the earlier launches' queries where they differ
+  if (launches > 1 && repeat != Repeat::kPoisoned) {
+    q_negated = q_bits;
+    for (uint16_t& bits : q_negated) bits ^= 0x8000u;
+  }
   gpu::DeviceBuffer<uint16_t> q(q_bits), gate(gate_bits);
   gpu::DeviceBuffer<int32_t> idx(c.token_idx.data), t2r(c.layout.token_to_req), lens(c.layout.seq_lens),
       table(c.layout.block_table.data);

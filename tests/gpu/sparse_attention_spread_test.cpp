@@ -24,7 +24,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -39,8 +38,6 @@ namespace {
 using gpu::AttentionPath;
 using gpu_test::AttnSpec;
 
-std::string param_name(const testing::TestParamInfo<AttnSpec>& info) { return gpu_test::spec_name(info.param); }
-
 // Whether kDecodeSpread runs case c on this device, with the workspace
 // sparse_attention_workspace_floats gives it (as run_gpu_path allocates).
 bool spread_runs(const gpu_test::AttnCase& c) {
@@ -51,14 +48,6 @@ bool spread_runs(const gpu_test::AttnCase& c) {
   return gpu::spread_attention_size(c.params, c.kv_params.dtype, T, AttentionPath::kDecodeSpread, floats) > 0;
 }
 
-void expect_same_bits(const gpu_test::GpuOutputs& x, const gpu_test::GpuOutputs& y) {
-  ASSERT_EQ(x.attn.size(), y.attn.size());
-  for (size_t i = 0; i < x.attn.size(); ++i) {
-    ASSERT_EQ(std::memcmp(&x.attn[i], &y.attn[i], sizeof(float)), 0)
-        << "attn element " << i << ": " << x.attn[i] << " vs " << y.attn[i];
-    ASSERT_EQ(x.gated[i], y.gated[i]) << "gated element " << i;
-  }
-}
 
 class GpuSparseAttentionSpread : public testing::TestWithParam<AttnSpec> {};
 
@@ -95,7 +84,7 @@ std::vector<AttnSpec> sweep() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Engine, GpuSparseAttentionSpread, testing::ValuesIn(sweep()), param_name);
+INSTANTIATE_TEST_SUITE_P(Engine, GpuSparseAttentionSpread, testing::ValuesIn(sweep()), gpu_test::param_name);
 
 std::vector<AttnSpec> knobs() {
   std::vector<AttnSpec> out;
@@ -120,7 +109,7 @@ std::vector<AttnSpec> knobs() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Knobs, GpuSparseAttentionSpread, testing::ValuesIn(knobs()), param_name);
+INSTANTIATE_TEST_SUITE_P(Knobs, GpuSparseAttentionSpread, testing::ValuesIn(knobs()), gpu_test::param_name);
 
 // The model's decode row: D 256, G 2, H/G 12, 2051 counted ids.
 AttnSpec one_row(int ids) {
@@ -152,8 +141,8 @@ TEST(GpuSparseAttentionSpreadRow, OneRowTakesTheSpreadKernel) {
   }
   const gpu_test::GpuOutputs spread = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
   gpu_test::expect_matches_reference(c, spread);
-  expect_same_bits(spread, gpu_test::run_gpu(c));
-  expect_same_bits(spread, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));  // deterministic
+  gpu_test::expect_same_bits(spread, gpu_test::run_gpu(c));
+  gpu_test::expect_same_bits(spread, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));  // deterministic
   gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSplitK, nullptr));
 }
 
@@ -178,7 +167,7 @@ TEST(GpuSparseAttentionSpreadRow, RepeatedLaunchesGiveTheSameBits) {
   if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
   const auto once = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
   gpu_test::expect_matches_reference(c, once);
-  expect_same_bits(once, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit,
+  gpu_test::expect_same_bits(once, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit,
                                                 false, 200));
 }
 
@@ -202,8 +191,8 @@ TEST(GpuSparseAttentionSpreadRow, EarlierLaunchesPartialsAreNeverTaken) {
         gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, false, 5, repeat));
     gpu_test::expect_matches_reference(c, runs.back());
   }
-  expect_same_bits(runs[0], runs[1]);
-  expect_same_bits(runs[0], gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+  gpu_test::expect_same_bits(runs[0], runs[1]);
+  gpu_test::expect_same_bits(runs[0], gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
 }
 
 // One row of one id: one block per KV group, which still meets its barrier.
@@ -251,7 +240,7 @@ TEST(GpuSparseAttentionSpreadRow, MisalignedOutputsGiveTheAlignedBits) {
   const auto aligned = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
   const auto shifted =
       gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, true);
-  expect_same_bits(aligned, shifted);
+  gpu_test::expect_same_bits(aligned, shifted);
 }
 
 // Forced where it does not apply, the path fails instead of running another

@@ -23,7 +23,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,8 +34,6 @@ namespace qsa {
 namespace {
 
 using gpu_test::AttnSpec;
-
-std::string param_name(const testing::TestParamInfo<AttnSpec>& info) { return gpu_test::spec_name(info.param); }
 
 class GpuSparseAttention : public testing::TestWithParam<AttnSpec> {};
 
@@ -79,9 +76,9 @@ std::vector<AttnSpec> sweep(PrecisionProfile profile, std::vector<int> ids, std:
 
 INSTANTIATE_TEST_SUITE_P(Engine, GpuSparseAttention,
                          testing::ValuesIn(sweep(PrecisionProfile::kEngine, {1, 37, 2051}, {false, true})),
-                         param_name);
+                         gpu_test::param_name);
 INSTANTIATE_TEST_SUITE_P(ExactKnobs, GpuSparseAttention,
-                         testing::ValuesIn(sweep(PrecisionProfile::kExact, {37, 2051}, {false})), param_name);
+                         testing::ValuesIn(sweep(PrecisionProfile::kExact, {37, 2051}, {false})), gpu_test::param_name);
 
 std::vector<AttnSpec> coverage() {
   std::vector<AttnSpec> out;
@@ -123,7 +120,7 @@ std::vector<AttnSpec> coverage() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Coverage, GpuSparseAttention, testing::ValuesIn(coverage()), param_name);
+INSTANTIATE_TEST_SUITE_P(Coverage, GpuSparseAttention, testing::ValuesIn(coverage()), gpu_test::param_name);
 
 // Rows of 2051 ids with a count column, G = 2.
 AttnSpec long_rows(int dim, int group, PrecisionProfile profile) {
@@ -225,12 +222,7 @@ TEST(GpuSparseAttentionSplits, MisalignedOutputsGiveTheAlignedBits) {
     const gpu_test::GpuOutputs aligned = gpu_test::run_gpu_path(c, gpu::AttentionPath::kDecode, nullptr, 2176);
     const gpu_test::GpuOutputs shifted = gpu_test::run_gpu_path(c, gpu::AttentionPath::kDecode, nullptr, 2176, true);
     gpu_test::expect_matches_reference(c, aligned);
-    ASSERT_EQ(aligned.attn.size(), shifted.attn.size());
-    for (size_t i = 0; i < aligned.attn.size(); ++i) {
-      ASSERT_EQ(std::memcmp(&aligned.attn[i], &shifted.attn[i], sizeof(float)), 0)
-          << "attn element " << i << ": " << aligned.attn[i] << " vs " << shifted.attn[i];
-      ASSERT_EQ(aligned.gated[i], shifted.gated[i]) << "gated element " << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(gpu_test::expect_same_bits(aligned, shifted));
   }
 }
 

@@ -5,7 +5,6 @@
 // /spread_kernel force one of the two tensor-core ones at 1 and 8 rows), the prefill path at prefill
 // shapes with its host-built plan (not timed; its arrays are not in the
 // cost model's minimal bytes). The label names the path.
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
