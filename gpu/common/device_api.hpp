@@ -37,6 +37,10 @@ using hipEvent_t = cudaEvent_t;
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipStreamCreate cudaStreamCreate
+#define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#define hipStreamNonBlocking cudaStreamNonBlocking
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipDeviceAttributeClockRate cudaDevAttrClockRate
 #define hipStreamDestroy cudaStreamDestroy
 #define hipStreamSynchronize cudaStreamSynchronize
 #define hipGetDevice cudaGetDevice

@@ -2,6 +2,7 @@
 
 #include "gpu/common/bf16.hpp"
 #include "gpu/common/device_buffer.hpp"
+#include "gpu/common/device_limits.hpp"
 #include "gpu/common/exact_math.hpp"
 #include "gpu/common/selftest.hpp"
 #include "gpu/common/wave.hpp"
@@ -28,6 +29,15 @@ __global__ void fp8_decode_kernel(const uint8_t* codes, float* out, size_t n, bo
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     out[i] = fp8_e4m3_to_float(codes[i], fnuz);
+}
+
+// Spins until *release is nonzero or `cycles` of this multiprocessor's
+// clock have passed (a bound, so that a test that forgets to release it
+// cannot hang). Its shared memory only keeps other blocks off the SM.
+__global__ void hold_kernel(const int* release, long long cycles) {
+  const long long start = clock64();
+  while (*static_cast<const volatile int*>(release) == 0 && clock64() - start < cycles) {
+  }
 }
 
 __global__ void wave_probe_kernel(int* out) {
@@ -156,6 +166,18 @@ void bf16_convert_on_device(const float* in, uint16_t* bits, float* back, size_t
 void fp8_decode_on_device(const uint8_t* codes, float* out, size_t n, bool fnuz, hipStream_t stream) {
   if (n == 0) return;
   fp8_decode_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(codes, out, n, fnuz);
+  QSA_GPU_CHECK_LAUNCH();
+}
+
+void hold_multiprocessors(int blocks, const int* release, double seconds, hipStream_t stream) {
+  if (blocks < 1) return;
+  const DeviceLimits& d = device_limits();
+  const size_t bytes = d.max_shared / 2 + 1024;
+  resident_blocks(reinterpret_cast<const void*>(hold_kernel), d.wave, bytes);  // opts in to the shared memory
+  int khz = 0;  // the peak clock: the bound is at least `seconds`
+  QSA_GPU_CHECK(hipDeviceGetAttribute(&khz, hipDeviceAttributeClockRate, d.device));
+  const long long cycles = static_cast<long long>(seconds * 1000.0 * khz);
+  hold_kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(d.wave), bytes, stream>>>(release, cycles);
   QSA_GPU_CHECK_LAUNCH();
 }
 

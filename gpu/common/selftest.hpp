@@ -1,6 +1,8 @@
-// Device entry points that exist for tests of gpu/common (tests/gpu/
-// common_test.cpp): the device-side conversions and wave primitives, run
-// over arrays so the host can compare them with the reference codecs.
+// Device entry points that exist for tests: of gpu/common (tests/gpu/
+// common_test.cpp), the device-side conversions and wave primitives, run
+// over arrays so the host can compare them with the reference codecs; and
+// a kernel that holds multiprocessors for a while (tests/gpu/
+// sparse_attention_spread_test.cpp).
 #pragma once
 
 #include <cstddef>
@@ -40,5 +42,13 @@ ExactMathCounts check_exact_bf16_on_device(hipStream_t stream);
 // exact::div_rn(v, 1 / l) against v / l on n pairs of random bits (v any
 // float, l positive and finite), counter-based from seed.
 ExactMathCounts check_exact_div_on_device(uint64_t seed, uint64_t n, hipStream_t stream);
+
+// Holds `blocks` multiprocessors of the current device (one block of one
+// wave each, kept alone by shared memory past half a multiprocessor's)
+// until *release is nonzero or about `seconds` have passed, and returns at
+// once: a test of a launch whose blocks wait for each other can leave it
+// too few free multiprocessors. Run it on a non-blocking stream, or the
+// null stream's work waits for it.
+void hold_multiprocessors(int blocks, const int* release, double seconds, hipStream_t stream);
 
 }  // namespace qsa::gpu

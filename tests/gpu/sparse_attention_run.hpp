@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -86,10 +87,13 @@ enum class Repeat { kPoisoned, kStale, kGraph };
 // prefill_* arguments (kAuto without a plan is the decode path). With
 // misaligned_io the gate, attn and gated pointers sit one element past their
 // allocations' starts (off the 8- and 16-byte boundaries of vector access).
-// With launches > 1 the launch repeats as `repeat` says.
+// With launches > 1 the launch repeats as `repeat` says. A non-empty
+// before_launches runs once every buffer is uploaded and poisoned (with no
+// device-wide synchronisation left before the launches).
 inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const gpu::SparseAttentionPrefillPlan* plan,
                                int ids_per_split = gpu::kDefaultIdsPerSplit, bool misaligned_io = false,
-                               int launches = 1, Repeat repeat = Repeat::kPoisoned) {
+                               int launches = 1, Repeat repeat = Repeat::kPoisoned,
+                               const std::function<void()>& before_launches = {}) {
   const gpu::SparseAttentionDims dims = validate_case(c);
   const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
   const size_t pad = misaligned_io ? 1 : 0;
@@ -149,6 +153,7 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
     a.prefill_rows_per_tile = plan->rows_per_tile;
     a.prefill_row_ids = plan->row_ids;
   }
+  if (before_launches) before_launches();
   const auto launch = [&](hipStream_t stream) {
     gpu::launch_sparse_attention(c.params, c.gate_params, c.kv_params, dims, a, stream, ids_per_split, path);
   };

@@ -18,16 +18,23 @@
 //    the same bits; the workspace holds the kernel's partials where kAuto
 //    may take it;
 //  - where it cannot run (an fp8 cache, unrounded P), kDecodeSpread is a
-//    ConfigError, never another kernel's result.
+//    ConfigError, never another kernel's result; where its blocks can
+//    never all be resident, the launch fails instead of hanging.
 // Skipped where the kernel cannot run (an AMD build, or a case whose
 // blocks do not fit the device at once or whose workspace holds too few).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "gpu/common/device_buffer.hpp"
 #include "gpu/common/device_limits.hpp"
+#include "gpu/common/selftest.hpp"
 #include "reference/core/errors.hpp"
 #include "tests/gpu/sparse_attention_case.hpp"
 #include "tests/gpu/sparse_attention_run.hpp"
@@ -203,6 +210,47 @@ TEST(GpuSparseAttentionSpreadRow, OneIdRow) {
   if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
   EXPECT_EQ(gpu::spread_attention_size(c.params, KvDtype::kBf16, 1), 1);
   gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+}
+
+// A launch whose blocks can never all be resident: with all but 30 SMs
+// held by spinning blocks on a non-blocking stream (selftest.hpp's
+// hold_multiprocessors, for at most 60 s), the kernel's resident blocks
+// poll their barrier until they give up (2^24 polls, seconds) and trap, so
+// the launch fails with an error instead of hanging. The SMs are taken
+// only after run_gpu_path's uploads and poisoning, whose device-wide
+// synchronisations would otherwise wait for the holding blocks. A trap
+// ends the CUDA context, so the launch runs in a child process: a death
+// test in the "threadsafe" style, which re-executes the test binary for it.
+TEST(GpuSparseAttentionSpreadRowDeathTest, ABarrierThatNeverOpensFailsInsteadOfHanging) {
+#ifdef GTEST_FLAG_SET
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+#else
+  testing::FLAGS_gtest_death_test_style = "threadsafe";
+#endif
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(2051), gpu_test::case_seed("spread-never-opens"));
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  const int held = gpu::device_limits().multiprocessors - 30;
+  ASSERT_GT(held, 0);
+  EXPECT_EXIT(
+      {
+        hipStream_t other = nullptr;
+        QSA_GPU_CHECK(hipStreamCreateWithFlags(&other, hipStreamNonBlocking));
+        gpu::DeviceBuffer<int> release(1);
+        release.zero();
+        const auto hold = [&] {
+          gpu::hold_multiprocessors(held, release.get(), 60.0, other);
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the held blocks are resident
+        };
+        try {
+          gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, false, 1,
+                                 gpu_test::Repeat::kPoisoned, hold);
+        } catch (const InternalError& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::_Exit(3);
+        }
+        std::_Exit(0);
+      },
+      testing::ExitedWithCode(3), "GPU call failed");
 }
 
 // Up to kSpreadDecodeMaxPairs (row, KV group) pairs the workspace holds
