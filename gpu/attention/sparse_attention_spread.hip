@@ -207,7 +207,7 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
 // twenty-third pass). So the merge spends few dependent instructions per
 // thread between its round trips.
 template <int D>
-__global__ void __launch_bounds__(kSpThreads) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
+__global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
   constexpr int kPieces = D / 8;             // 16-byte pieces per row
   constexpr int kCopies = 8 * kPieces / 32;  // a lane's pieces of the warp's 8 rows
