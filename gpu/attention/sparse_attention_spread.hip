@@ -32,7 +32,11 @@ constexpr int kSpWarps = 4;
 constexpr int kSpThreads = 32 * kSpWarps;
 constexpr int kSpTile = 8 * kSpWarps;  // ids per tile: one n8 tile of logits per warp
 constexpr uint32_t kFlip = 0x80000000u;  // a barrier's total addition to its counter
-constexpr int kMlBatch = 8;              // (m, l) loads per thread in flight at once
+// A merging thread's splits, held in registers at once: 65 blocks per pair
+// (the model's shape) over 8 threads per quad take 9. With 32 threads per
+// quad, a launch may have 32 kMergeSplits blocks per pair.
+constexpr int kMergeSplits = 9;
+constexpr int kMaxSplits = 32 * kMergeSplits;
 
 // What a launch needs beyond KernelArgs (whose splits and ids_per_split are
 // the blocks per (row, group) and each block's columns; ws_acc and ws_ml
@@ -49,7 +53,7 @@ __device__ uint32_t spread_counters[kArrivalRing];
 // [kSpTile][D] bf16 rows, unpadded and swizzled as the split-K kernel's
 // (piece c of row r at c ^ (r mod 8): ldmatrix's 8 rows hit 8 bank groups,
 // every row starts on a sector); Q and P rows are padded by 16 bytes for
-// the same reason. The merge reuses the same bytes (SpMerge).
+// the same reason.
 template <int D>
 struct SpSmem {
   static constexpr int kRowBytes = 2 * D;      // a K or V row
@@ -66,27 +70,15 @@ struct SpSmem {
                 "tiles on 128-byte, rows on 16-byte boundaries");
 };
 
-// The merge's shared memory, over the same bytes, for S blocks per pair and
-// a block's share of `quads` float4 outputs over `spans` heads: [spans][S]
-// (m, l) pairs, [S][quads] float4 partial outputs, [spans] maxima.
-struct SpMerge {
-  int ml, o, mx, bytes;
-  __host__ __device__ SpMerge(int spans, int S, int quads) {
-    ml = 0;
-    o = (8 * spans * S + 15) / 16 * 16;
-    mx = o + 16 * S * quads;
-    bytes = mx + 4 * spans;
-  }
-};
-
-// Threads per output quad in the merge, for `share` quads per block: a
-// power of two up to 32 (a quad's threads sit in one warp and add their
-// parts by shuffles), the most whose quads fit the block at once. Every
-// block of a launch takes the same, so a head's sum L has the same bits in
-// every block that stores part of it.
-__host__ __device__ inline int merge_parts(int share) {
+// Threads per output quad in the merge, for `share` quads per block and S
+// blocks per pair: a power of two up to 32 (a quad's threads sit in one
+// warp and add their parts by shuffles), the most whose quads fit the block
+// at once, or more where each would hold more than kMergeSplits splits.
+// Every block of a launch takes the same, so a head's sum L has the same
+// bits in every block that stores part of it.
+__host__ __device__ inline int merge_parts(int share, int S) {
   int p = 1;
-  while (p < 32 && 2 * p * share <= kSpThreads) p *= 2;
+  while (p < 32 && (2 * p * share <= kSpThreads || p * kMergeSplits < S)) p *= 2;
   return p;
 }
 
@@ -193,19 +185,18 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
 //           row, so no warps merge.
 // Then each block stores its (m, l, O), O unnormalised, to the workspace,
 // and the pair's blocks meet at a barrier (pair_barrier). After it, block j
-// merges its share of the pair's outputs over all S blocks: it loads the
-// share's partials and its heads' (m, l) at once (one round trip), takes
-// each head's max M (a warp per head), then `parts` threads per output quad
-// sum O_s w_s and l_s w_s, w_s = exp(m_s - M), over interleaved splits and
-// add their parts by a shuffle tree, all in fixed orders (deterministic:
-// the same bits whatever the blocks' timing), and the quad's first thread
-// stores A = O / L and the gated output.
+// merges its share of the pair's outputs over all S blocks: `parts` threads
+// per output quad load their splits' partials and (m, l) into registers at
+// once (one round trip), take the head's max M by shuffles, sum O_s w_s and
+// l_s w_s, w_s = exp(m_s - M), over their splits and add their parts by a
+// shuffle tree, all in fixed orders (deterministic: the same bits whatever
+// the blocks' timing), and the quad's first thread stores A = O / L and the
+// gated output. No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
-// block at 9.0 us per launch (before the shuffle tree), in us after the
-// wait: slots resolved 1.6, partials stored 4.2, barrier passed 5.5, merge
-// loads landed 6.5, sums 7.5, outputs stored 8.2 (docs/performance.md,
-// twenty-third pass). So the merge spends few dependent instructions per
-// thread between its round trips.
+// block at 9.0 us per launch (an earlier merge through shared memory), in
+// us after the wait: slots resolved 1.6, partials stored 4.2, barrier
+// passed 5.5, merge loads landed 6.5, heads' maxima 6.8, sums 7.5, outputs
+// stored 8.2 (docs/performance.md, twenty-third pass).
 template <int D>
 __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
@@ -240,7 +231,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // round (thread q · parts stores quad q): one latency, hidden behind the
   // whole attention (a block owns 12 quads of the model's 768 at one row; a
   // share past kSpThreads / parts quads loads the rest late).
-  const int parts = merge_parts(merge_share(nh, D, b.splits));
+  const int parts = merge_parts(merge_share(nh, D, b.splits), b.splits);
   uint16_t gate0[4] = {0, 0, 0, 0};
   if (tid % parts == 0 && tid / parts < b.quads)
 #pragma unroll
@@ -420,78 +411,63 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   pair_barrier(spread_counters + sa.counters + b.row * a.kv_heads + b.g, b.j, S);
   if (b.quads == 0) return;
 
-  // The merge of this block's share, over the tile memory. Its quads span
-  // heads h_first..h_last of the group.
-  const int quads = b.quads;
-  const int h_first = b.quad0 * 4 / D, spans = (b.quad0 + quads - 1) * 4 / D - h_first + 1;
-  const SpMerge mg(spans, S, quads);
-  float2* ml_s = reinterpret_cast<float2*>(smem + mg.ml);  // [spans][S] (m, l)
-  float4* o_st = reinterpret_cast<float4*>(smem + mg.o);   // [S][quads]
-  // The share's partials by cp.async (read through L2: other blocks wrote
-  // them), its heads' (m, l) by loads, all in flight at once.
-  for (int i = tid; i < S * quads; i += kSpThreads) {
-    const int s = i / quads, e = (b.quad0 + i % quads) * 4;
-    cp_async16(smem_addr(o_st + i), a.ws_acc + ((head0 + e / D) * S + s) * D + e % D, true);
-  }
-  cp_async_commit();
-  const float2* ml_src = reinterpret_cast<const float2*>(a.ws_ml + (head0 + h_first) * S * 2);
-  for (int i0 = 0; i0 < spans * S; i0 += kMlBatch * kSpThreads) {
-    float2 v[kMlBatch];
-#pragma unroll
-    for (int k = 0; k < kMlBatch; ++k)
-      if (i0 + tid + k * kSpThreads < spans * S) v[k] = __ldcg(ml_src + i0 + tid + k * kSpThreads);
-#pragma unroll
-    for (int k = 0; k < kMlBatch; ++k)
-      if (i0 + tid + k * kSpThreads < spans * S) ml_s[i0 + tid + k * kSpThreads] = v[k];
-  }
-  cp_async_wait<0>();
-  __syncthreads();
-  // Each spanned head's max M over all splits, a warp per head.
-  float* mx_s = reinterpret_cast<float*>(smem + mg.mx);
-  for (int h = warp; h < spans; h += kSpWarps) {
-    float m = -INFINITY;
-    for (int s = lane; s < S; s += 32) m = fmaxf(m, ml_s[h * S + s].x);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (lane == 0) mx_s[h] = m;
-  }
-  __syncthreads();
-  // `parts` threads per quad sum O_s w_s and l_s w_s, w_s = exp(m_s - M),
-  // over the splits s = part (mod parts) in order, and add their sums by a
-  // shuffle tree (the same bits in every lane); the quad's first thread
+  // The merge of this block's share. `parts` threads per quad (one warp's
+  // consecutive lanes) each load their splits s = part (mod parts) of the
+  // quad's partial O and of its head's (m, l) straight into registers, all
+  // in flight at once (read through L2: other blocks wrote them); take the
+  // head's max M over their splits and then over the parts by shuffles (the
+  // same bits in every lane and every block: a max is exact); sum O_s w_s
+  // and l_s w_s, w_s = exp(m_s - M), over their splits in order; and add
+  // the parts' sums by a shuffle tree, all in fixed orders (deterministic:
+  // the same bits whatever the blocks' timing). The quad's first thread
   // stores A = O / L and the gated output. Rounds are uniform over the
   // block, so every lane reaches the shuffles.
+  const int quads = b.quads;
+  const float2* ml_all = reinterpret_cast<const float2*>(a.ws_ml);
+  const float4* o_all = reinterpret_cast<const float4*>(a.ws_acc);
   for (int t0 = 0; t0 < parts * quads; t0 += kSpThreads) {
     const int t = t0 + tid, q = t / parts, part = t % parts;
     const bool live = q < quads;
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float l = 0.0f;
-    if (live) {
-      const int hs = (b.quad0 + q) * 4 / D - h_first;
-      const float2* mh = ml_s + hs * S;
-      const float m = mx_s[hs];
-#pragma unroll 4
-      for (int s = part; s < S; s += parts) {
-        const float2 ml = mh[s];
-        // A block that attended nothing weighs 0.
-        const float w = ml.x == -INFINITY ? 0.0f : mma::exp2_approx((ml.x - m) * mma::kLog2e);
-        const float4 o = o_st[s * quads + q];
-        l = fmaf(ml.y, w, l);
-        v.x = fmaf(o.x, w, v.x);
-        v.y = fmaf(o.y, w, v.y);
-        v.z = fmaf(o.z, w, v.z);
-        v.w = fmaf(o.w, w, v.w);
+    const int e = (b.quad0 + (live ? q : 0)) * 4;
+    const int64_t head = head0 + e / D;
+    float2 ml[kMergeSplits];
+    float4 o[kMergeSplits];
+#pragma unroll
+    for (int k = 0; k < kMergeSplits; ++k) {
+      const int s = part + k * parts;
+      ml[k] = make_float2(-INFINITY, 0.0f);
+      o[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (live && s < S) {
+        ml[k] = __ldcg(ml_all + head * S + s);
+        o[k] = __ldcg(o_all + ((head * S + s) * D + e % D) / 4);
       }
     }
-    for (int o = 1; o < parts; o <<= 1) {
-      v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
-      v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
-      v.z += __shfl_xor_sync(0xffffffffu, v.z, o);
-      v.w += __shfl_xor_sync(0xffffffffu, v.w, o);
-      l += __shfl_xor_sync(0xffffffffu, l, o);
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kMergeSplits; ++k) m = fmaxf(m, ml[k].x);
+    for (int x = 1; x < parts; x <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float l = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kMergeSplits; ++k) {
+      if (part + k * parts < S) {
+        // A block that attended nothing weighs 0.
+        const float w = ml[k].x == -INFINITY ? 0.0f : mma::exp2_approx((ml[k].x - m) * mma::kLog2e);
+        l = fmaf(ml[k].y, w, l);
+        v.x = fmaf(o[k].x, w, v.x);
+        v.y = fmaf(o[k].y, w, v.y);
+        v.z = fmaf(o[k].z, w, v.z);
+        v.w = fmaf(o[k].w, w, v.w);
+      }
+    }
+    for (int x = 1; x < parts; x <<= 1) {
+      v.x += __shfl_xor_sync(0xffffffffu, v.x, x);
+      v.y += __shfl_xor_sync(0xffffffffu, v.y, x);
+      v.z += __shfl_xor_sync(0xffffffffu, v.z, x);
+      v.w += __shfl_xor_sync(0xffffffffu, v.w, x);
+      l += __shfl_xor_sync(0xffffffffu, l, x);
     }
     if (live && part == 0) {
-      const int e = (b.quad0 + q) * 4;
       const float vv[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
@@ -505,11 +481,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 }
 
 template <int D>
-size_t shared_bytes(int nh, int splits) {
-  // The largest merge: a block's share over as many heads as it can span.
-  const int share = merge_share(nh, D, splits);
-  const SpMerge mg(std::min(nh, (share * 4 + D - 2) / D + 1), splits, share);
-  const size_t need = std::max<size_t>(SpSmem<D>::kBytes, static_cast<size_t>(mg.bytes));
+size_t shared_bytes() {
+  const size_t need = SpSmem<D>::kBytes;
   // More than half of what a block may take, so that no multiprocessor runs
   // two of the launch's blocks: they would share its copies (one row: 9.1
   // against 9.6 us; docs/performance.md, twenty-third pass).
@@ -528,23 +501,22 @@ int64_t resident(size_t bytes) {
 }
 
 template <int D>
-SpreadDecodeShape find_shape(int64_t pairs, int cols, int nh, int max_blocks) {
-  const int64_t per_sm = device_limits().multiprocessors / pairs;
+SpreadDecodeShape find_shape(int64_t pairs, int cols, int max_blocks) {
+  const int64_t per_sm = std::min<int64_t>(device_limits().multiprocessors / pairs, kMaxSplits);
   if (per_sm < 1 || max_blocks < 1) return {};
   const int tiles = std::max(1, (cols + kSpTile - 1) / kSpTile);
   int blocks = static_cast<int>(std::min<int64_t>({per_sm, tiles, max_blocks}));
   const int ids = std::max(8, ((std::max(cols, 1) + blocks - 1) / blocks + 7) / 8 * 8);
   blocks = std::max(1, (cols + ids - 1) / ids);  // no block without columns
-  if (resident<D>(shared_bytes<D>(nh, blocks)) < pairs * blocks) return {};
+  if (resident<D>(shared_bytes<D>()) < pairs * blocks) return {};
   return {blocks, ids};
 }
 
 template <int D>
 void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
   SpreadArgs sa{};
-  const int nh = a.heads / a.kv_heads;
   // All blocks must be resident at once: they wait for each other.
-  if (resident<D>(shared_bytes<D>(nh, a.splits)) < rows * a.kv_heads * a.splits)
+  if (resident<D>(shared_bytes<D>()) < rows * a.kv_heads * a.splits)
     throw ConfigError("gpu attention: the spread decode kernel's " + std::to_string(rows * a.kv_heads * a.splits) +
                       " blocks do not all fit the device at once");
   if (rows * a.kv_heads > kArrivalRing)
@@ -555,7 +527,7 @@ void launch_typed(const KernelArgs& a, int64_t rows, hipStream_t stream) {
   LaunchShape shape;
   shape.grid = dim3(static_cast<unsigned>(a.splits), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(rows));
   shape.block = dim3(kSpThreads);
-  shape.shared_bytes = shared_bytes<D>(nh, a.splits);
+  shape.shared_bytes = shared_bytes<D>();
   launch_dependent(spread_decode_kernel<D>, shape, stream, a, sa);
 }
 
@@ -568,16 +540,18 @@ bool spread_decode_supported(const KernelArgs& a, int head_dim, int group, bool 
 SpreadDecodeShape spread_decode_shape(int64_t pairs, int cols, int head_dim, int group, int max_blocks) {
   if (pairs < 1 || pairs > INT_MAX || group < 1 || group > kM) return {};
   switch (head_dim) {
-    case 64: return find_shape<64>(pairs, cols, group, max_blocks);
-    case 128: return find_shape<128>(pairs, cols, group, max_blocks);
-    case 256: return find_shape<256>(pairs, cols, group, max_blocks);
+    case 64: return find_shape<64>(pairs, cols, max_blocks);
+    case 128: return find_shape<128>(pairs, cols, max_blocks);
+    case 256: return find_shape<256>(pairs, cols, max_blocks);
     default: return {};
   }
 }
 
 void launch_spread_decode(const KernelArgs& a, int head_dim, int64_t rows, hipStream_t stream) {
   if (rows > 65535) throw ConfigError("gpu attention: the spread decode kernel takes at most 65535 rows");
-  if (a.splits > 65535 || a.splits < 1) throw ConfigError("gpu attention: bad spread decode block count");
+  if (a.splits > kMaxSplits || a.splits < 1)
+    throw ConfigError("gpu attention: the spread decode kernel takes 1 to " + std::to_string(kMaxSplits) +
+                      " blocks per (row, KV group), not " + std::to_string(a.splits));
   switch (head_dim) {
     case 64: return launch_typed<64>(a, rows, stream);
     case 128: return launch_typed<128>(a, rows, stream);
