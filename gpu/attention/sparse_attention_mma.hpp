@@ -117,8 +117,9 @@ bool spread_decode_supported(const KernelArgs& a, int head_dim, int group, bool 
 // Blocks per (row, KV group) and ids per block for `pairs` = rows x KV
 // groups, `cols` columns and `group` = H/G heads, with at most `max_blocks`
 // blocks per pair (what the workspace holds): about one block per
-// multiprocessor; {0, 0} where the pairs' blocks do not all fit the device
-// at once (then the split-K kernel runs).
+// multiprocessor, at most 288 per pair (what the merge's registers hold);
+// {0, 0} where the pairs' blocks do not all fit the device at once (then
+// the split-K kernel runs).
 struct SpreadDecodeShape {
   int blocks = 0, ids = 0;
 };
