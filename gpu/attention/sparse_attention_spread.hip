@@ -89,34 +89,23 @@ __device__ inline uint32_t load_acquire(const uint32_t* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ inline uint32_t load_relaxed(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 
 // Every block of a (row, group) arrives, then waits for the others. Block 0
 // adds kFlip - (S - 1) and each other block 1, so one barrier adds kFlip:
 // the counter's top bit flips once all have arrived, and the counter needs
-// no reset between launches. `before` is the counter as thread 0 read it
-// after the launch's wait for the previous grid: every earlier barrier on
-// it had finished (its grid had), and this one flips nothing until all
-// have arrived. So the arrival is a reduction whose old value no one waits
-// for, and the first poll follows it at once. Each block's global stores
-// before it are
+// no reset between launches. Each block's global stores before it are
 // visible to every block's loads after it (the fence before the arrival,
 // the acquiring load after it, the block barriers around both). A block
 // that polls kPollLimit times (seconds) traps: some block of the pair is
 // not resident and never will be (two launches on two streams each holding
 // part of the GPU), and the launch fails instead of hanging.
 constexpr uint32_t kPollLimit = 1u << 24;
-__device__ inline void pair_barrier(uint32_t* counter, uint32_t before, int block, int blocks) {
+__device__ inline void pair_barrier(uint32_t* counter, int block, int blocks) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
-    const uint32_t add = block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u;
-    asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(add) : "memory");
-    for (uint32_t polls = 1; ((before ^ load_acquire(counter)) & kFlip) == 0; ++polls)
+    const uint32_t old = atomicAdd(counter, block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u);
+    for (uint32_t polls = 1; ((old ^ load_acquire(counter)) & kFlip) == 0; ++polls)
       if (polls == kPollLimit) __trap();
   }
   __syncthreads();
@@ -227,10 +216,6 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   wait_for_primary();
   allow_dependent_launch();
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
-  // The pair's barrier counter before this launch's arrivals (pair_barrier),
-  // read now so that its latency hides behind the attention.
-  uint32_t* const counter = spread_counters + sa.counters + b.row * a.kv_heads + b.g;
-  const uint32_t before = tid == 0 ? load_relaxed(counter) : 0u;
   const int gq = lane >> 2, tq = lane & 3;
   const int nh = a.heads / a.kv_heads;
   const int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
@@ -423,7 +408,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     if (gq + 8 < nh)
       *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2) = make_float2(m_run[1], l_run[1]);
   }
-  pair_barrier(counter, before, b.j, S);
+  pair_barrier(spread_counters + sa.counters + b.row * a.kv_heads + b.g, b.j, S);
   if (b.quads == 0) return;
 
   // The merge of this block's share. `parts` threads per quad (one warp's
