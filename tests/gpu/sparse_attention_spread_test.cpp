@@ -55,7 +55,6 @@ bool spread_runs(const gpu_test::AttnCase& c) {
   return gpu::spread_attention_size(c.params, c.kv_params.dtype, T, AttentionPath::kDecodeSpread, floats) > 0;
 }
 
-
 class GpuSparseAttentionSpread : public testing::TestWithParam<AttnSpec> {};
 
 TEST_P(GpuSparseAttentionSpread, MatchesReference) {
@@ -149,7 +148,8 @@ TEST(GpuSparseAttentionSpreadRow, OneRowTakesTheSpreadKernel) {
   const gpu_test::GpuOutputs spread = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
   gpu_test::expect_matches_reference(c, spread);
   gpu_test::expect_same_bits(spread, gpu_test::run_gpu(c));
-  gpu_test::expect_same_bits(spread, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));  // deterministic
+  // Deterministic: a second run gives the same bits.
+  gpu_test::expect_same_bits(spread, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
   gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSplitK, nullptr));
 }
 
@@ -174,8 +174,8 @@ TEST(GpuSparseAttentionSpreadRow, RepeatedLaunchesGiveTheSameBits) {
   if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
   const auto once = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
   gpu_test::expect_matches_reference(c, once);
-  gpu_test::expect_same_bits(once, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit,
-                                                false, 200));
+  gpu_test::expect_same_bits(
+      once, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, false, 200));
 }
 
 // Launches that leave their partials in the workspace for the next: every
