@@ -220,6 +220,20 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   const int nh = a.heads / a.kv_heads;
   const int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
 
+  // The slot chain's first links before anything else: the count column,
+  // the row's request and the first tile's ids (lanes 0-7 of warp w take
+  // ids 8w..8w+7), so that no copy queues ahead of them (issued after the Q
+  // copies and the gates, they cost 0.2 us more at one row;
+  // docs/performance.md, twenty-sixth pass).
+  const int32_t* row_ids = a.token_idx + b.row * a.index_width;
+  const int32_t count = a.count_column ? row_ids[a.index_width - 1] : 0;
+  const int req = a.token_to_req[b.row];
+  int32_t id = -1;
+  if (lane < 8) {
+    const int col = b.begin + 8 * warp + lane;
+    id = col < b.nominal_end ? row_ids[col] : -1;
+  }
+
   // Q (rows past the group's heads zero-filled) in its own copy group.
   for (int i = tid; i < kM * D / 8; i += kSpThreads) {
     const int h = i / (D / 8), c = (i % (D / 8)) * 8;
@@ -229,19 +243,20 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   cp_async_commit();
   // The gates of the output quad this thread stores in the merge's first
   // round (thread q · parts stores quad q): one latency, hidden behind the
-  // whole attention (a block owns 12 quads of the model's 768 at one row; a
-  // share past kSpThreads / parts quads loads the rest late).
+  // whole attention, loaded once the first tile's copies are issued (a block
+  // owns 12 quads of the model's 768 at one row; a share past kSpThreads /
+  // parts quads loads the rest late).
   const int parts = merge_parts(merge_share(nh, D, b.splits), b.splits);
   uint16_t gate0[4] = {0, 0, 0, 0};
-  if (tid % parts == 0 && tid / parts < b.quads)
+  auto load_gates = [&] {
+    if (tid % parts == 0 && tid / parts < b.quads)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
+      for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
+  };
 
   // The row's counted columns (split_columns' rule).
-  const int32_t* row_ids = a.token_idx + b.row * a.index_width;
   int n = a.index_width - (a.count_column ? 1 : 0);
-  if (a.count_column) n = max(0, min(row_ids[a.index_width - 1], a.index_width - 1));
-  const int req = a.token_to_req[b.row];
+  if (a.count_column) n = max(0, min(count, a.index_width - 1));
   const bool real = req >= 0 && req < a.num_reqs;
   const int64_t seq_len = real ? a.seq_lens[req] : 0;
   const int end = real ? min(n, b.nominal_end) : b.begin;
@@ -278,9 +293,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     if (t > 0) __syncthreads();  // every warp is done with the previous tile's K, V, P and statistics
     const int col0 = b.begin + t * kSpTile + 8 * warp;
     int32_t slot = -1;
-    if (lane < 8) {
+    if (lane < 8) {  // id: column col0 + lane's, loaded a tile ahead
       const int col = col0 + lane;
-      const int32_t id = col < b.nominal_end ? row_ids[col] : -1;
       const int page = page_of(a, id);
       const int32_t phys = page >= 0 && real ? a.block_table[static_cast<int64_t>(req) * a.max_pages + page] : -1;
       slot = col < end ? static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys)) : -1;
@@ -300,6 +314,11 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
         cp_async16_unless_negative((kv ? v_warp : k_warp) + off, src + piece * 16, s);
       }
       cp_async_commit();
+    }
+    if (t == 0) load_gates();
+    if (lane < 8 && t + 1 < tiles) {  // the next tile's ids, under this tile's work
+      const int col = col0 + kSpTile + lane;
+      id = col < b.nominal_end ? row_ids[col] : -1;
     }
     const bool live0 = __shfl_sync(0xffffffffu, slot, 2 * tq) >= 0;
     const bool live1 = __shfl_sync(0xffffffffu, slot, 2 * tq + 1) >= 0;
@@ -386,6 +405,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     }
   }
   cp_async_wait<0>();  // (with no tile: the Q copies) no copy may outlive the tile memory's reuse
+  if (tiles == 0) load_gates();
 
   // The sigmoids of this thread's first output quad, off the merge's path.
   float sig0[4];
@@ -423,6 +443,9 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // stores A = O / L and the gated output. Rounds are uniform over the
   // block, so every lane reaches the shuffles.
   const int quads = b.quads;
+  // A quad's 4 outputs in one store each where the outputs allow it (out0
+  // and e are multiples of 4 elements, so only the bases decide).
+  const bool vector_out = reinterpret_cast<uintptr_t>(a.attn) % 16 == 0 && reinterpret_cast<uintptr_t>(a.gated) % 8 == 0;
   const float2* ml_all = reinterpret_cast<const float2*>(a.ws_ml);
   const float4* o_all = reinterpret_cast<const float4*>(a.ws_acc);
   for (int t0 = 0; t0 < parts * quads; t0 += kSpThreads) {
@@ -469,12 +492,24 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     }
     if (live && part == 0) {
       const float vv[4] = {v.x, v.y, v.z, v.w};
+      float out[4];
+      uint16_t gated[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const float sig = t0 == 0 ? sig0[k] : gate_sigmoid(a, a.gate[out0 + e + k]);
-        const float out = attn_value(a, softmax_normalized(vv[k] * a.v_scale, l));
-        a.attn[out0 + e + k] = out;
-        a.gated[out0 + e + k] = float_to_bf16_bits(out * sig);
+        out[k] = attn_value(a, softmax_normalized(vv[k] * a.v_scale, l));
+        gated[k] = float_to_bf16_bits(out[k] * sig);
+      }
+      if (vector_out) {
+        *reinterpret_cast<float4*>(a.attn + out0 + e) = make_float4(out[0], out[1], out[2], out[3]);
+        *reinterpret_cast<uint2*>(a.gated + out0 + e) =
+            make_uint2(gated[0] | static_cast<uint32_t>(gated[1]) << 16, gated[2] | static_cast<uint32_t>(gated[3]) << 16);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          a.attn[out0 + e + k] = out[k];
+          a.gated[out0 + e + k] = gated[k];
+        }
       }
     }
   }
