@@ -242,20 +242,16 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   }
   cp_async_commit();
   // The gates of the output quad this thread stores in the merge's first
-  // round (thread q · parts stores quad q), loaded before the K and V copies
-  // flood the memory (behind them they landed 0.3 us after the attention)
-  // and taken through the sigmoid while the first tile's V lands: off the
-  // path (a block owns 12 quads of the model's 768 at one row; a share past
-  // kSpThreads / parts quads loads the rest in the merge).
+  // round (thread q · parts stores quad q): one latency, hidden behind the
+  // whole attention, loaded once the first tile's copies are issued (a block
+  // owns 12 quads of the model's 768 at one row; a share past kSpThreads /
+  // parts quads loads the rest late).
   const int parts = merge_parts(merge_share(nh, D, b.splits), b.splits);
   uint16_t gate0[4] = {0, 0, 0, 0};
-  if (tid % parts == 0 && tid / parts < b.quads)
+  auto load_gates = [&] {
+    if (tid % parts == 0 && tid / parts < b.quads)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
-  float sig0[4];
-  auto take_sigmoids = [&] {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) sig0[e] = gate_sigmoid(a, gate0[e]);
+      for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
   };
 
   // The row's counted columns (split_columns' rule).
@@ -319,6 +315,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       }
       cp_async_commit();
     }
+    if (t == 0) load_gates();
     if (lane < 8 && t + 1 < tiles) {  // the next tile's ids, under this tile's work
       const int col = col0 + kSpTile + lane;
       id = col < b.nominal_end ? row_ids[col] : -1;
@@ -377,7 +374,6 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       stat_l[gq * kSpWarps + warp] = ws0;
       stat_l[(gq + 8) * kSpWarps + warp] = ws1;
     }
-    if (t == 0) take_sigmoids();
     cp_async_wait<0>();
     __syncthreads();  // P, the sums and every warp's V rows
 
@@ -409,7 +405,12 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     }
   }
   cp_async_wait<0>();  // (with no tile: the Q copies) no copy may outlive the tile memory's reuse
-  if (tiles == 0) take_sigmoids();
+  if (tiles == 0) load_gates();
+
+  // The sigmoids of this thread's first output quad, off the merge's path.
+  float sig0[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) sig0[e] = gate_sigmoid(a, gate0[e]);
 
   // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2].
   const int S = b.splits;
