@@ -241,18 +241,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
                h < nh);
   }
   cp_async_commit();
-  // The gates of the output quad this thread stores in the merge's first
-  // round (thread q · parts stores quad q): one latency, hidden behind the
-  // whole attention, loaded once the first tile's copies are issued (a block
-  // owns 12 quads of the model's 768 at one row; a share past kSpThreads /
-  // parts quads loads the rest late).
   const int parts = merge_parts(merge_share(nh, D, b.splits), b.splits);
-  uint16_t gate0[4] = {0, 0, 0, 0};
-  auto load_gates = [&] {
-    if (tid % parts == 0 && tid / parts < b.quads)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
-  };
 
   // The row's counted columns (split_columns' rule).
   int n = a.index_width - (a.count_column ? 1 : 0);
@@ -315,7 +304,6 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       }
       cp_async_commit();
     }
-    if (t == 0) load_gates();
     if (lane < 8 && t + 1 < tiles) {  // the next tile's ids, under this tile's work
       const int col = col0 + kSpTile + lane;
       id = col < b.nominal_end ? row_ids[col] : -1;
@@ -405,12 +393,17 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     }
   }
   cp_async_wait<0>();  // (with no tile: the Q copies) no copy may outlive the tile memory's reuse
-  if (tiles == 0) load_gates();
 
-  // The sigmoids of this thread's first output quad, off the merge's path.
-  float sig0[4];
+  // The gates of the output quad this thread stores in the merge's first
+  // round (thread q · parts stores quad q), loaded now: their latency hides
+  // behind the barrier, and the memory is no longer busy with K and V
+  // (issued before the copies they delay the slot chain, behind them they
+  // land 0.3 us after the attention; docs/performance.md, twenty-sixth
+  // pass). A share past kSpThreads / parts quads loads the rest in the merge.
+  uint16_t gate0[4] = {0, 0, 0, 0};
+  if (tid % parts == 0 && tid / parts < b.quads)
 #pragma unroll
-  for (int e = 0; e < 4; ++e) sig0[e] = gate_sigmoid(a, gate0[e]);
+    for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
 
   // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2].
   const int S = b.splits;
@@ -496,7 +489,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       uint16_t gated[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const float sig = t0 == 0 ? sig0[k] : gate_sigmoid(a, a.gate[out0 + e + k]);
+        const float sig = gate_sigmoid(a, t0 == 0 ? gate0[k] : a.gate[out0 + e + k]);
         out[k] = attn_value(a, softmax_normalized(vv[k] * a.v_scale, l));
         gated[k] = float_to_bf16_bits(out[k] * sig);
       }
