@@ -458,11 +458,6 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
         o[k] = __ldcg(o_all + ((head * S + s) * D + e % D) / 4);
       }
     }
-    // The first round's sigmoids while its partials land (the gates came
-    // during the barrier); later rounds load their gates at the stores.
-    float sig0[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) sig0[k] = t0 == 0 ? gate_sigmoid(a, gate0[k]) : 0.0f;
     float m = -INFINITY;
 #pragma unroll
     for (int k = 0; k < kMergeSplits; ++k) m = fmaxf(m, ml[k].x);
@@ -494,7 +489,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       uint16_t gated[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const float sig = t0 == 0 ? sig0[k] : gate_sigmoid(a, a.gate[out0 + e + k]);
+        const float sig = gate_sigmoid(a, t0 == 0 ? gate0[k] : a.gate[out0 + e + k]);
         out[k] = attn_value(a, softmax_normalized(vv[k] * a.v_scale, l));
         gated[k] = float_to_bf16_bits(out[k] * sig);
       }
