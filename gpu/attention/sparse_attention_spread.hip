@@ -193,10 +193,11 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
 // the blocks' timing), and the quad's first thread stores A = O / L and the
 // gated output. No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
-// block at 9.0 us per launch (an earlier merge through shared memory), in
-// us after the wait: slots resolved 1.6, partials stored 4.2, barrier
-// passed 5.5, merge loads landed 6.5, heads' maxima 6.8, sums 7.5, outputs
-// stored 8.2 (docs/performance.md, twenty-third pass).
+// block (median block, us after the wait; 8.2 us per launch in the stamped
+// build): request and count 0.6, ids 0.9, slots 1.2, copies issued 1.4,
+// first K landed 2.4, attention done 3.6, partials stored 4.0, barrier
+// passed 5.3, merge (m, l) landed 6.2, sums 6.7, outputs stored 7.3
+// (docs/performance.md, twenty-sixth pass).
 template <int D>
 __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
@@ -222,8 +223,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 
   // The slot chain's first links before anything else: the count column,
   // the row's request and the first tile's ids (lanes 0-7 of warp w take
-  // ids 8w..8w+7), so that no copy queues ahead of them (issued after the Q
-  // copies and the gates, they cost 0.2 us more at one row;
+  // ids 8w..8w+7), so that no load or copy queues ahead of them (behind the
+  // Q copies and the gate loads they cost 0.2 us more at one row;
   // docs/performance.md, twenty-sixth pass).
   const int32_t* row_ids = a.token_idx + b.row * a.index_width;
   const int32_t count = a.count_column ? row_ids[a.index_width - 1] : 0;
