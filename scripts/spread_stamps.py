@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Summarises the spread decode kernel's stamps (docs/performance.md, issue 7's twenty-third
-pass). The measurement build is docs/bench/issue7-versions/8cc6da3-spread-stamps.patch applied
-to a copy of the tree at 8cc6da3 (never to the working tree); with QSA_SP_STAMPS=FILE, thread
-0 of every block writes %globaltimer at eleven points of each launch, and at its 1500th
-launch the process appends 56 launches to FILE, one JSON line each:
-{"seq": n, "blocks": [[t0, ..., t10, smid] per block]} (0 where a block did not reach a
-point). Times are printed in microseconds from the launch's first block released by
-griddepcontrol.wait: for each point the median over launches of the median block and of the
-last block, then the barrier's last arrival and releases, and the period from one launch's
-first release to the next's.
+and twenty-sixth passes). The measurement builds are patches in docs/bench/issue7-versions/,
+each applied to a copy of the tree at the commit it names (never to the working tree):
+8cc6da3-spread-stamps.patch (eleven points), a56d177-spread-chain-variants.patch (thirteen)
+and d8a59f2-spread-stamps.patch (fifteen). With QSA_SP_STAMPS=FILE, thread 0 of every block
+writes %globaltimer at each point of each launch, and at its 1500th launch the process
+appends 56 launches to FILE, one JSON line each: {"seq": n, "blocks": [[t0, ..., smid] per
+block]} (0 where a block did not reach a point, or the build has no such point); a block's
+length says which build wrote it. Times are printed in microseconds from the launch's first
+block released by griddepcontrol.wait: for each point the median over launches of the median
+block and of the last block, then the barrier's last arrival and releases, and the period
+from one launch's first release to the next's.
 
 Usage: scripts/spread_stamps.py FILE.jsonl[.gz]
   e.g. scripts/spread_stamps.py docs/bench/issue7-versions/h200-2026-12-02-spread-stamps-pad.jsonl.gz
@@ -20,10 +22,20 @@ import json
 import statistics
 import sys
 
-POINTS = ["entry", "wait released", "slots, copies issued", "first K landed", "attention done",
+# Values per block -> the build's points (the last value is the block's SM), and the indices of
+# the wait's release, the partials' stores and the barrier's release among them.
+LAYOUTS = {
+    12: (["entry", "wait released", "slots, copies issued", "first K landed", "attention done",
           "partials stored", "barrier passed", "merge loads landed", "maxima", "sums",
-          "outputs stored"]
-WAIT, STORED, PASSED, SMID = 1, 5, 6, 11
+          "outputs stored"], 1, 5, 6),
+    14: (["entry", "wait released", "request and count", "first ids", "slots resolved",
+          "copies issued", "first K landed", "attention done", "partials stored",
+          "barrier passed", "merge (m, l), maxima", "sums", "outputs stored"], 1, 8, 9),
+    16: (["entry", "wait released", "request and count", "first ids", "slots resolved",
+          "copies issued", "first K landed", "attention done", "PV results", "sigmoids",
+          "partials stored", "barrier passed", "merge (m, l), maxima", "sums",
+          "outputs stored"], 1, 10, 11),
+}
 
 
 def load(path):
@@ -35,7 +47,7 @@ def load(path):
             if not isinstance(r["seq"], int) or not r["blocks"]:
                 raise ValueError("a launch without blocks")
             for b in r["blocks"]:
-                if len(b) != len(POINTS) + 1 or b[WAIT] == 0:
+                if len(b) not in LAYOUTS or len(b) != len(launches[0]["blocks"][0]) or b[1] == 0:
                     raise ValueError(f"launch {r['seq']}: a block of {len(b)} values or without its wait stamp")
     except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
         raise SystemExit(f"spread_stamps.py: {path}: {e}")
@@ -55,6 +67,8 @@ def main():
         print(e, file=sys.stderr)
         return 2
     med = statistics.median
+    POINTS, WAIT, STORED, PASSED = LAYOUTS[len(launches[0]["blocks"][0])]
+    SMID = len(POINTS)
     typical, last = {i: [] for i in range(len(POINTS))}, {i: [] for i in range(len(POINTS))}
     arrival, first_release, median_release, periods, sms = [], [], [], [], set()
     for k, r in enumerate(launches):

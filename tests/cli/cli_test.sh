@@ -213,6 +213,16 @@ PY
       expect 0 "$pattern" "$python" "$src/scripts/spread_stamps.py" \
         "$src/docs/bench/issue7-versions/h200-2026-12-02-spread-stamps-pad.jsonl.gz"
     done
+    # The twenty-sixth pass's builds stamp more points, named by a block's length; a point the
+    # build never stamps (this one's sigmoids) is not printed.
+    d8_stamps=$src/docs/bench/issue7-versions/h200-2026-12-02-spread-stamps-d8a59f2.jsonl.gz
+    for pattern in 'request and count +median block +0[.]61' 'PV results +median block +3[.]62' 'period 8[.]22 us'; do
+      expect 0 "$pattern" "$python" "$src/scripts/spread_stamps.py" "$d8_stamps"
+    done
+    if "$python" "$src/scripts/spread_stamps.py" "$d8_stamps" | grep -q sigmoids; then
+      echo "FAIL: spread_stamps.py printed a point the d8a59f2 build never stamps (sigmoids)"
+      exit 1
+    fi
     echo '{"seq": 1, "blocks": [[1, 2]]}' > "$work/stamps.jsonl"
     expect 2 'stamps.jsonl: launch 1: a block of 2 values' "$python" "$src/scripts/spread_stamps.py" "$work/stamps.jsonl"
     # The benchmark table shows the host's enqueue time per launch next to the median.
