@@ -512,10 +512,9 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 template <int D>
 size_t shared_bytes() {
   const size_t need = SpSmem<D>::kBytes;
-  // More than half of what a block may take, so that no multiprocessor runs
-  // two of the launch's blocks: they would share its copies (one row: 9.1
+  // One block per multiprocessor: two would share its copies (one row: 9.1
   // against 9.6 us; docs/performance.md, twenty-third pass).
-  return std::max(need, device_limits().max_shared / 2 + 1024);
+  return std::max(need, one_block_per_multiprocessor_shared(device_limits()));
 }
 
 template <int D>

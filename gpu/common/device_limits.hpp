@@ -21,6 +21,13 @@ struct DeviceLimits {
 // The current device's limits (ConfigError for an ordinal of 64 or more).
 const DeviceLimits& device_limits();
 
+// Dynamic shared memory that keeps a block alone on its multiprocessor:
+// more than half of what one block may take, so that no multiprocessor
+// holds two such blocks (the spread decode kernel, whose blocks would
+// otherwise share a multiprocessor's copies, and the blocks a test parks on
+// multiprocessors to keep that kernel's blocks off them).
+inline size_t one_block_per_multiprocessor_shared(const DeviceLimits& d) { return d.max_shared / 2 + 1024; }
+
 // How an NVIDIA multiprocessor splits its on-chip memory between shared
 // memory and L1 for a kernel (AMD has no such split: ignored there).
 // kMaxShared suits kernels that stage their operands in shared memory (the

@@ -172,7 +172,7 @@ void fp8_decode_on_device(const uint8_t* codes, float* out, size_t n, bool fnuz,
 void hold_multiprocessors(int blocks, const int* release, double seconds, hipStream_t stream) {
   if (blocks < 1) return;
   const DeviceLimits& d = device_limits();
-  const size_t bytes = d.max_shared / 2 + 1024;
+  const size_t bytes = one_block_per_multiprocessor_shared(d);  // as the spread kernel's blocks
   resident_blocks(reinterpret_cast<const void*>(hold_kernel), d.wave, bytes);  // opts in to the shared memory
   int khz = 0;  // the peak clock: the bound is at least `seconds`
   QSA_GPU_CHECK(hipDeviceGetAttribute(&khz, hipDeviceAttributeClockRate, d.device));
