@@ -56,6 +56,31 @@ def load(path):
     return sorted(launches, key=lambda r: r["seq"])
 
 
+def point_times(launches):
+    """{point index: ([median block per launch], [last block per launch])}, in microseconds from
+    each launch's first block released by the wait, for the points some block stamped; and the
+    layout's (names, wait, stored, passed) indices."""
+    names, wait, stored, passed = LAYOUTS[len(launches[0]["blocks"][0])]
+    times = {}
+    for r in launches:
+        base = min(b[wait] for b in r["blocks"])
+        for i in range(len(names)):
+            t = [(b[i] - base) / 1e3 for b in r["blocks"] if b[i] != 0]
+            if t:
+                typical, last = times.setdefault(i, ([], []))
+                typical.append(statistics.median(t))
+                last.append(max(t))
+    return times, (names, wait, stored, passed)
+
+
+def periods(launches):
+    """Microseconds from each launch's first wait release to the next launch's, over the file's
+    consecutive launches."""
+    wait = LAYOUTS[len(launches[0]["blocks"][0])][1]
+    first = {r["seq"]: min(b[wait] for b in r["blocks"]) for r in launches}
+    return [(first[s + 1] - first[s]) / 1e3 for s in sorted(first) if s + 1 in first]
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         print(__doc__.strip(), file=sys.stderr)
@@ -67,37 +92,31 @@ def main():
         print(e, file=sys.stderr)
         return 2
     med = statistics.median
-    POINTS, WAIT, STORED, PASSED = LAYOUTS[len(launches[0]["blocks"][0])]
+    times, (POINTS, WAIT, STORED, PASSED) = point_times(launches)
     SMID = len(POINTS)
-    typical, last = {i: [] for i in range(len(POINTS))}, {i: [] for i in range(len(POINTS))}
-    arrival, first_release, median_release, periods, sms = [], [], [], [], set()
-    for k, r in enumerate(launches):
+    arrival, first_release, median_release, sms = [], [], [], set()
+    for r in launches:
         blocks = r["blocks"]
         base = min(b[WAIT] for b in blocks)
-        for i in range(len(POINTS)):
-            t = [(b[i] - base) / 1e3 for b in blocks if b[i] != 0]
-            if t:
-                typical[i].append(med(t))
-                last[i].append(max(t))
         arrival.append((max(b[STORED] for b in blocks) - base) / 1e3)
         released = [(b[PASSED] - base) / 1e3 for b in blocks if b[PASSED] != 0]
         if released:
             first_release.append(min(released))
             median_release.append(med(released))
         sms.add(len({b[SMID] for b in blocks}))
-        if k + 1 < len(launches) and launches[k + 1]["seq"] == r["seq"] + 1:
-            periods.append((min(b[WAIT] for b in launches[k + 1]["blocks"]) - base) / 1e3)
+    period = periods(launches)
     print(f"{path}: {len(launches)} launches of {len(launches[0]['blocks'])} blocks on "
           f"{'/'.join(str(n) for n in sorted(sms))} SMs; us from the first block's wait release")
     for i, name in enumerate(POINTS):
-        if typical[i]:
-            print(f"  {name:22s} median block {med(typical[i]):6.2f}  last block {med(last[i]):6.2f}")
+        if i in times:
+            typical, last = times[i]
+            print(f"  {name:22s} median block {med(typical):6.2f}  last block {med(last):6.2f}")
     if first_release:
         print(f"  barrier: last arrival {med(arrival):.2f}, first release {med(first_release):.2f}, "
               f"median release {med(median_release):.2f}")
-    if periods:
-        print(f"  period {med(periods):.2f} us (min {min(periods):.2f}, max {max(periods):.2f}, "
-              f"{len(periods)} consecutive pairs)")
+    if period:
+        print(f"  period {med(period):.2f} us (min {min(period):.2f}, max {max(period):.2f}, "
+              f"{len(period)} consecutive pairs)")
     return 0
 
 
