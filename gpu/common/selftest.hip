@@ -6,6 +6,7 @@
 #include "gpu/common/exact_math.hpp"
 #include "gpu/common/selftest.hpp"
 #include "gpu/common/wave.hpp"
+#include "reference/core/rng.hpp"
 
 namespace qsa::gpu {
 
@@ -116,17 +117,10 @@ __global__ void exact_bf16_kernel(unsigned long long* counts) {
   t.flush(counts);
 }
 
-// Counter-based random bits: splitmix64's finalizer of seed and index.
-__device__ uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 __global__ void exact_div_kernel(uint64_t seed, uint64_t n, unsigned long long* counts) {
   Tally t;
   for (uint64_t i = thread_index(); i < n; i += thread_count()) {
-    const uint64_t z = mix64(seed + 0x9e3779b97f4a7c15ull * (i + 1));
+    const uint64_t z = splitmix_finalise(seed + 0x9e3779b97f4a7c15ull * (i + 1));
     const float v = bits_float(static_cast<uint32_t>(z));
     const float l = bits_float((static_cast<uint32_t>(z >> 32) & 0x7fffffffu) % 0x7f800000u);  // [0, inf)
     if (!isfinite(v) || !(l > 0.0f)) continue;

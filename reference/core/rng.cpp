@@ -13,14 +13,6 @@ uint64_t stream_id(std::string_view name) {
   return h;
 }
 
-namespace {
-uint64_t splitmix_finalise(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-}  // namespace
-
 uint64_t counter_bits(uint64_t seed, uint64_t stream, uint64_t index) {
   // Two finaliser rounds over distinct odd-multiplier mixes keep nearby
   // (seed, stream, index) triples decorrelated.

@@ -9,6 +9,22 @@
 
 namespace qsa {
 
+// Device compilers see the finaliser below as host-and-device code, so GPU
+// test kernels draw their counter-based bits with the reference's mixer.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define QSA_RNG_HD __host__ __device__
+#else
+#define QSA_RNG_HD
+#endif
+
+// SplitMix64's finaliser: a bijection of 64-bit words whose outputs look
+// independent for neighbouring inputs.
+QSA_RNG_HD constexpr uint64_t splitmix_finalise(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 // FNV-1a of the name: a stable stream id for "tensor names".
 uint64_t stream_id(std::string_view name);
 
