@@ -47,7 +47,8 @@ def phase_ends(path):
         launches = spread_stamps.load(path)
     except SystemExit as e:  # load() names the file and the problem
         raise FigureInputError(str(e))
-    times, (names, _, _, _) = spread_stamps.point_times(launches)
+    names = spread_stamps.layout(launches)[0]
+    times = spread_stamps.point_times(launches)
     ends = []
     for phase, point in PHASES:
         if point is None:

@@ -56,11 +56,16 @@ def load(path):
     return sorted(launches, key=lambda r: r["seq"])
 
 
+def layout(launches):
+    """The (point names, wait, stored, passed) of the build that wrote `launches` (load() has
+    checked that every block has one known length)."""
+    return LAYOUTS[len(launches[0]["blocks"][0])]
+
+
 def point_times(launches):
     """{point index: ([median block per launch], [last block per launch])}, in microseconds from
-    each launch's first block released by the wait, for the points some block stamped; and the
-    layout's (names, wait, stored, passed) indices."""
-    names, wait, stored, passed = LAYOUTS[len(launches[0]["blocks"][0])]
+    each launch's first block released by the wait, for the points some block stamped."""
+    names, wait, _, _ = layout(launches)
     times = {}
     for r in launches:
         base = min(b[wait] for b in r["blocks"])
@@ -70,13 +75,13 @@ def point_times(launches):
                 typical, last = times.setdefault(i, ([], []))
                 typical.append(statistics.median(t))
                 last.append(max(t))
-    return times, (names, wait, stored, passed)
+    return times
 
 
 def periods(launches):
     """Microseconds from each launch's first wait release to the next launch's, over the file's
     consecutive launches."""
-    wait = LAYOUTS[len(launches[0]["blocks"][0])][1]
+    wait = layout(launches)[1]
     first = {r["seq"]: min(b[wait] for b in r["blocks"]) for r in launches}
     return [(first[s + 1] - first[s]) / 1e3 for s in sorted(first) if s + 1 in first]
 
@@ -92,7 +97,8 @@ def main():
         print(e, file=sys.stderr)
         return 2
     med = statistics.median
-    times, (POINTS, WAIT, STORED, PASSED) = point_times(launches)
+    POINTS, WAIT, STORED, PASSED = layout(launches)
+    times = point_times(launches)
     SMID = len(POINTS)
     arrival, first_release, median_release, sms = [], [], [], set()
     for r in launches:
