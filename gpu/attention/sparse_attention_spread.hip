@@ -66,11 +66,6 @@ struct SpSmem {
   static constexpr int kStatM = kP + kM * kPPitch * 2;       // [kM][kSpWarps]: each warp's max of the tile
   static constexpr int kStatL = kStatM + kM * kSpWarps * 4;  // [kM][kSpWarps]: each warp's sum
   static constexpr int kBytes = kStatL + kM * kSpWarps * 4;
-  // After the attention, the block's O ([kM][kOPitch] fp32 over the K and V
-  // tiles), padded by 8 floats a row so that a fragment store's 8 rows fall
-  // in different banks.
-  static constexpr int kOPitch = D + 8;
-  static_assert(kM * kOPitch * 4 <= kQ - kK, "O fits the K and V tiles");
   static_assert(kV % 128 == 0 && kQ % 16 == 0 && kP % 16 == 0 && kStatM % 16 == 0 && kStatL % 16 == 0,
                 "tiles on 128-byte, rows on 16-byte boundaries");
 };
@@ -431,24 +426,15 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
 
   // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2].
-  // O goes through shared memory (the K and V tiles, free once every warp
-  // is done with the last tile's V) so that each warp stores whole 512-byte
-  // rows: from the mma fragments, a warp's store touches 8 rows' 32 bytes.
   const int S = b.splits;
   const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
-  float* o_s = reinterpret_cast<float*>(smem + L::kK);  // [kM][L::kOPitch]
-  __syncthreads();
 #pragma unroll
   for (int j = 0; j < kOwn; ++j) {
     const int d = (warp + kSpWarps * j) * 8 + 2 * tq;
-    *reinterpret_cast<float2*>(o_s + gq * L::kOPitch + d) = make_float2(acc[j][0], acc[j][1]);
-    *reinterpret_cast<float2*>(o_s + (gq + 8) * L::kOPitch + d) = make_float2(acc[j][2], acc[j][3]);
-  }
-  __syncthreads();
-  for (int i = tid; i < nh * D / 4; i += kSpThreads) {
-    const int h = i / (D / 4), c = (i % (D / 4)) * 4;
-    *reinterpret_cast<float4*>(a.ws_acc + ((head0 + h) * S + b.j) * D + c) =
-        *reinterpret_cast<const float4*>(o_s + h * L::kOPitch + c);
+    if (gq < nh)
+      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq) * S + b.j) * D + d) = make_float2(acc[j][0], acc[j][1]);
+    if (gq + 8 < nh)
+      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq + 8) * S + b.j) * D + d) = make_float2(acc[j][2], acc[j][3]);
   }
   if (warp == 0 && tq == 0) {  // every warp holds the same (m, l)
     if (gq < nh) *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq) * S + b.j) * 2) = make_float2(m_run[0], l_run[0]);
