@@ -90,38 +90,22 @@ __device__ inline uint32_t load_acquire(const uint32_t* p) {
   return v;
 }
 
-__device__ inline uint32_t load_relaxed(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// An addition that returns nothing and orders every write the thread has
-// made or seen (the block's, after a block barrier) before it, at GPU scope.
-__device__ inline void red_release(uint32_t* p, uint32_t v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 // Every block of a (row, group) arrives, then waits for the others. Block 0
 // adds kFlip - (S - 1) and each other block 1, so one barrier adds kFlip:
 // the counter's top bit flips once all have arrived, and the counter needs
-// no reset between launches. So the top bit before the barrier (`phase`)
-// can be read at any time after the previous launch's barrier and before
-// the block's own arrival: the block reads it after its wait for the
-// previous kernel, and arrives with an addition that returns nothing (no
-// round trip for an old value, no separate fence; docs/performance.md,
-// twenty-seventh pass). Each block's global stores before the barrier are
-// visible to every block's loads after it (the block barrier, then the
-// releasing addition; the acquiring load, then the block barrier). A block
+// no reset between launches. Each block's global stores before it are
+// visible to every block's loads after it (the fence before the arrival,
+// the acquiring load after it, the block barriers around both). A block
 // that polls kPollLimit times (seconds) traps: some block of the pair is
 // not resident and never will be (two launches on two streams each holding
 // part of the GPU), and the launch fails instead of hanging.
 constexpr uint32_t kPollLimit = 1u << 24;
-__device__ inline void pair_barrier(uint32_t* counter, uint32_t phase, int block, int blocks) {
+__device__ inline void pair_barrier(uint32_t* counter, int block, int blocks) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    red_release(counter, block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u);
-    for (uint32_t polls = 1; ((phase ^ load_acquire(counter)) & kFlip) == 0; ++polls)
+    __threadfence();
+    const uint32_t old = atomicAdd(counter, block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u);
+    for (uint32_t polls = 1; ((old ^ load_acquire(counter)) & kFlip) == 0; ++polls)
       if (polls == kPollLimit) __trap();
   }
   __syncthreads();
@@ -250,9 +234,6 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     const int col = b.begin + 8 * warp + lane;
     id = col < b.nominal_end ? row_ids[col] : -1;
   }
-  // The barrier counter's top bit before this launch's barrier (pair_barrier).
-  uint32_t* const counter = spread_counters + sa.counters + b.row * a.kv_heads + b.g;
-  const uint32_t phase = tid == 0 ? load_relaxed(counter) : 0;
 
   // Q (rows past the group's heads zero-filled) in its own copy group.
   for (int i = tid; i < kM * D / 8; i += kSpThreads) {
@@ -441,7 +422,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     if (gq + 8 < nh)
       *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2) = make_float2(m_run[1], l_run[1]);
   }
-  pair_barrier(counter, phase, b.j, S);
+  pair_barrier(spread_counters + sa.counters + b.row * a.kv_heads + b.g, b.j, S);
   if (b.quads == 0) return;
 
   // The merge of this block's share. `parts` threads per quad (one warp's
