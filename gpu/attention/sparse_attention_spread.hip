@@ -37,6 +37,9 @@ constexpr uint32_t kFlip = 0x80000000u;  // a barrier's total addition to its co
 // quad, a launch may have 32 kMergeSplits blocks per pair.
 constexpr int kMergeSplits = 9;
 constexpr int kMaxSplits = 32 * kMergeSplits;
+// Block-table entries a lane holds: a row's first 128 pages (204800 tokens
+// in pages of 1600) are looked up by shuffles, later ones in memory.
+constexpr int kTableRegs = 4;
 
 // What a launch needs beyond KernelArgs (whose splits and ids_per_split are
 // the blocks per (row, group) and each block's columns; ws_acc and ws_ml
@@ -249,6 +252,14 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   if (a.count_column) n = max(0, min(count, a.index_width - 1));
   const bool real = req >= 0 && req < a.num_reqs;
   const int64_t seq_len = real ? a.seq_lens[req] : 0;
+  // The row's block-table entries for its first 32 · kTableRegs pages in
+  // registers, lane l holding pages l + 32 r, loaded as soon as the request
+  // is known: they land about when the first ids do (both after one trip
+  // to L2 past the request), so a slot waits for no table load of its own.
+  int32_t table[kTableRegs];
+  const int32_t* table_row = a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
+#pragma unroll
+  for (int r = 0; r < kTableRegs; ++r) table[r] = real && lane + 32 * r < a.max_pages ? table_row[lane + 32 * r] : -1;
   const int end = real ? min(n, b.nominal_end) : b.begin;
   const int tiles = (b.nominal_end - b.begin + kSpTile - 1) / kSpTile;  // uniform over the block
 
@@ -282,13 +293,19 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   for (int t = 0; t < tiles; ++t) {
     if (t > 0) __syncthreads();  // every warp is done with the previous tile's K, V, P and statistics
     const int col0 = b.begin + t * kSpTile + 8 * warp;
-    int32_t slot = -1;
-    if (lane < 8) {  // id: column col0 + lane's, loaded a tile ahead
-      const int col = col0 + lane;
-      const int page = page_of(a, id);
-      const int32_t phys = page >= 0 && real ? a.block_table[static_cast<int64_t>(req) * a.max_pages + page] : -1;
-      slot = col < end ? static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys)) : -1;
+    // Lanes 0-7: id is column col0 + lane's (loaded a tile ahead); its page's
+    // entry comes from the lane that holds it (every lane shuffles), or
+    // from memory past the registers' pages.
+    const int page = lane < 8 ? page_of(a, id) : -1;
+    int32_t phys = -1;
+#pragma unroll
+    for (int r = 0; r < kTableRegs; ++r) {
+      const int32_t entry = __shfl_sync(0xffffffffu, table[r], page & 31);
+      if ((page >> 5) == r) phys = entry;
     }
+    if (page >= 32 * kTableRegs && real) phys = table_row[page];
+    int32_t slot = -1;
+    if (lane < 8 && col0 + lane < end) slot = static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys));
     // The warp's 8 K rows, then their V rows: row r's pieces are
     // consecutive lanes' (one 16-byte copy each), its slot shuffled from
     // lane r.

@@ -9,7 +9,8 @@
 //  - Q past f16's range both ways, bf16 logits and sigmoid;
 //  - one decode row: kAuto takes this kernel (the same bits), 65 blocks per
 //    KV group on an H200-class device, merged after their barrier; rows of
-//    4100 ids (two or three tiles per block); the split-K kernel on the
+//    4100 ids (two or three tiles per block); rows past the 128 pages whose
+//    table entries the kernel keeps in registers; the split-K kernel on the
 //    same row (kDecodeSplitK); many launches in a row on one stream (the
 //    barrier counters flip, never reset); an earlier launch's partials,
 //    left in the workspace, never merged by a later one, on one stream and
@@ -159,6 +160,18 @@ TEST(GpuSparseAttentionSpreadRow, SeveralTilesPerBlock) {
   const uint64_t seed = gpu_test::case_seed("spread-tiles");
   const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(4100), seed);
   SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+}
+
+// 9000 ids over pages of 64 tokens: the row has 143 pages, and the kernel
+// holds a row's first 128 block-table entries in registers (kTableRegs), so
+// ids on pages 128-142 take the lookup in memory; five tiles per block.
+TEST(GpuSparseAttentionSpreadRow, PagesPastTheRegisterTable) {
+  const uint64_t seed = gpu_test::case_seed("spread-many-pages");
+  const gpu_test::AttnCase c = gpu_test::make_attn_case(one_row(9000), seed);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
+  ASSERT_GT(c.layout.block_table.shape[1], 128);
   if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
   gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
 }
