@@ -68,7 +68,8 @@ struct SpSmem {
   static constexpr int kP = kQ + kM * kQPitch * 2;           // [kM][kPPitch]: the tile's weights
   static constexpr int kStatM = kP + kM * kPPitch * 2;       // [kM][kSpWarps]: each warp's max of the tile
   static constexpr int kStatL = kStatM + kM * kSpWarps * 4;  // [kM][kSpWarps]: each warp's sum
-  static constexpr int kBytes = kStatL + kM * kSpWarps * 4;
+  static constexpr int kSlot = kStatL + kM * kSpWarps * 4;  // [kSpTile]: the tile's cache slots
+  static constexpr int kBytes = kSlot + kSpTile * 4;
   static_assert(kV % 128 == 0 && kQ % 16 == 0 && kP % 16 == 0 && kStatM % 16 == 0 && kStatL % 16 == 0,
                 "tiles on 128-byte, rows on 16-byte boundaries");
 };
@@ -225,16 +226,21 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   const int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
 
   // The slot chain's first links before anything else: the count column,
-  // the row's request and the first tile's ids (lanes 0-7 of warp w take
-  // ids 8w..8w+7), so that no load or copy queues ahead of them (behind the
-  // Q copies and the gate loads they cost 0.2 us more at one row;
-  // docs/performance.md, twenty-sixth pass).
+  // the row's request and the first tile's ids, so that no load or copy
+  // queues ahead of them (behind the Q copies and the gate loads they cost
+  // 0.2 us more at one row; docs/performance.md, twenty-sixth pass). Warp 0
+  // alone loads the row's metadata and resolves the tile's 32 slots (lane
+  // l: column l of the tile) for the others: every block of the launch
+  // reads the same request, count, seq_len and table lines, and one warp
+  // per block asks their L2 slice a quarter as often as four would.
+  const bool meta = warp == 0;
   const int32_t* row_ids = a.token_idx + b.row * a.index_width;
-  const int32_t count = a.count_column ? row_ids[a.index_width - 1] : 0;
-  const int req = a.token_to_req[b.row];
-  int32_t id = -1;
-  if (lane < 8) {
-    const int col = b.begin + 8 * warp + lane;
+  int32_t count = 0, id = -1;
+  int req = -1;
+  if (meta) {
+    count = a.count_column ? row_ids[a.index_width - 1] : 0;
+    req = a.token_to_req[b.row];
+    const int col = b.begin + lane;
     id = col < b.nominal_end ? row_ids[col] : -1;
   }
 
@@ -250,7 +256,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // The row's counted columns (split_columns' rule).
   int n = a.index_width - (a.count_column ? 1 : 0);
   if (a.count_column) n = max(0, min(count, a.index_width - 1));
-  const bool real = req >= 0 && req < a.num_reqs;
+  const bool real = meta && req >= 0 && req < a.num_reqs;  // (only warp 0 uses it)
   const int64_t seq_len = real ? a.seq_lens[req] : 0;
   // The row's block-table entries for its first 32 · kTableRegs pages in
   // registers, lane l holding pages l + 32 r, loaded as soon as the request
@@ -292,20 +298,25 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 
   for (int t = 0; t < tiles; ++t) {
     if (t > 0) __syncthreads();  // every warp is done with the previous tile's K, V, P and statistics
-    const int col0 = b.begin + t * kSpTile + 8 * warp;
-    // Lanes 0-7: id is column col0 + lane's (loaded a tile ahead); its page's
-    // entry comes from the lane that holds it (every lane shuffles), or
-    // from memory past the registers' pages.
-    const int page = lane < 8 ? page_of(a, id) : -1;
-    int32_t phys = -1;
+    int32_t* slot_s = reinterpret_cast<int32_t*>(smem + L::kSlot);
+    if (meta) {
+      // Lane l: column col of the tile, its id loaded a tile ahead; its
+      // page's entry from the lane that holds it (every lane shuffles), or
+      // from memory past the registers' pages.
+      const int col = b.begin + t * kSpTile + lane;
+      const int page = page_of(a, id);
+      int32_t phys = -1;
 #pragma unroll
-    for (int r = 0; r < kTableRegs; ++r) {
-      const int32_t entry = __shfl_sync(0xffffffffu, table[r], page & 31);
-      if ((page >> 5) == r) phys = entry;
+      for (int r = 0; r < kTableRegs; ++r) {
+        const int32_t entry = __shfl_sync(0xffffffffu, table[r], page & 31);
+        if ((page >> 5) == r) phys = entry;
+      }
+      if (page >= 32 * kTableRegs && real) phys = table_row[page];
+      slot_s[lane] = col < end ? static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys)) : -1;
+      if (t + 1 < tiles) id = col + kSpTile < b.nominal_end ? row_ids[col + kSpTile] : -1;  // under this tile's work
     }
-    if (page >= 32 * kTableRegs && real) phys = table_row[page];
-    int32_t slot = -1;
-    if (lane < 8 && col0 + lane < end) slot = static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys));
+    __syncthreads();  // the tile's slots
+    const int32_t slot = lane < 8 ? slot_s[8 * warp + lane] : -1;
     // The warp's 8 K rows, then their V rows: row r's pieces are
     // consecutive lanes' (one 16-byte copy each), its slot shuffled from
     // lane r.
@@ -321,10 +332,6 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
         cp_async16_unless_negative((kv ? v_warp : k_warp) + off, src + piece * 16, s);
       }
       cp_async_commit();
-    }
-    if (lane < 8 && t + 1 < tiles) {  // the next tile's ids, under this tile's work
-      const int col = col0 + kSpTile + lane;
-      id = col < b.nominal_end ? row_ids[col] : -1;
     }
     const bool live0 = __shfl_sync(0xffffffffu, slot, 2 * tq) >= 0;
     const bool live1 = __shfl_sync(0xffffffffu, slot, 2 * tq + 1) >= 0;
