@@ -172,6 +172,18 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
   }
 }
 
+// Request `req`'s seq_len and its block-table entries for the first 32 ·
+// kTableRegs pages in registers, lane l holding pages l + 32 r (0 and -1
+// where `real` is false): with them a slot waits for no table load of its
+// own (the twenty-seventh pass), only ids on later pages load their entry.
+__device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lane, int64_t& seq_len,
+                                int32_t (&table)[kTableRegs]) {
+  seq_len = real ? a.seq_lens[req] : 0;
+  const int32_t* row = a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
+#pragma unroll
+  for (int r = 0; r < kTableRegs; ++r) table[r] = real && lane + 32 * r < a.max_pages ? row[lane + 32 * r] : -1;
+}
+
 // One block of 4 warps per split of a (row, KV group); a launch has about
 // one block per multiprocessor, all resident at once (the launcher checks).
 // The block takes its columns in tiles of 32 ids (one, at the model's
@@ -218,6 +230,11 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 
   const SpBlock b = sp_block(a, D);
   sp_prefetch<D>(a, b);
+  // A guess at the row's request, read before the wait (the previous kernel
+  // may still write it) and used after it only to choose which seq_len and
+  // table row to load before the request itself lands; the loaded request
+  // decides (row_meta).
+  const int req_guess = threadIdx.x < 32 ? __ldcg(a.token_to_req + b.row) : -1;
   wait_for_primary();
   allow_dependent_launch();
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
@@ -243,6 +260,9 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     const int col = b.begin + lane;
     id = col < b.nominal_end ? row_ids[col] : -1;
   }
+  int64_t seq_len_guess;
+  int32_t table_guess[kTableRegs];
+  row_meta(a, meta && req_guess >= 0 && req_guess < a.num_reqs, req_guess, lane, seq_len_guess, table_guess);
 
   // Q (rows past the group's heads zero-filled) in its own copy group.
   for (int i = tid; i < kM * D / 8; i += kSpThreads) {
@@ -257,15 +277,17 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   int n = a.index_width - (a.count_column ? 1 : 0);
   if (a.count_column) n = max(0, min(count, a.index_width - 1));
   const bool real = meta && req >= 0 && req < a.num_reqs;  // (only warp 0 uses it)
-  const int64_t seq_len = real ? a.seq_lens[req] : 0;
-  // The row's block-table entries for its first 32 · kTableRegs pages in
-  // registers, lane l holding pages l + 32 r, loaded as soon as the request
-  // is known: they land about when the first ids do (both after one trip
-  // to L2 past the request), so a slot waits for no table load of its own.
+  int64_t seq_len;
   int32_t table[kTableRegs];
-  const int32_t* table_row = a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
+  if (req == req_guess) {
+    // The usual case: the loads went out a trip to L2 before the request landed.
+    seq_len = seq_len_guess;
 #pragma unroll
-  for (int r = 0; r < kTableRegs; ++r) table[r] = real && lane + 32 * r < a.max_pages ? table_row[lane + 32 * r] : -1;
+    for (int r = 0; r < kTableRegs; ++r) table[r] = table_guess[r];
+  } else {
+    row_meta(a, real, req, lane, seq_len, table);
+  }
+  const int32_t* table_row = a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
   const int end = real ? min(n, b.nominal_end) : b.begin;
   const int tiles = (b.nominal_end - b.begin + kSpTile - 1) / kSpTile;  // uniform over the block
 
