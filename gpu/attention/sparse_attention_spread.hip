@@ -188,8 +188,10 @@ __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lan
 // one block per multiprocessor, all resident at once (the launcher checks).
 // The block takes its columns in tiles of 32 ids (one, at the model's
 // shape):
-//   slots   warp w resolves ids 8w..8w+7 of the tile (lanes 0-7) and copies
-//           their K and V rows (cp.async, zero-filled for ids not attended);
+//   slots   warp 0 resolves the tile's 32 ids to cache slots (a lane each,
+//           the block-table entries from registers) into shared memory;
+//           after a block barrier warp w copies the K and V rows of ids
+//           8w..8w+7 (cp.async, zero-filled for ids not attended);
 //   logits  warp w: S[16 heads, 8 ids] = Q K^T for its own 8 rows (the
 //           split-K kernel's bf16_logits), masked, and its max per head row;
 //   weights after a block barrier, each warp takes the tile's max per head
