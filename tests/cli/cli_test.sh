@@ -223,6 +223,12 @@ PY
       echo "FAIL: spread_stamps.py printed a point the d8a59f2 build never stamps (sigmoids)"
       exit 1
     fi
+    # The twenty-seventh pass's stopped runs: eb11439 resolves its slots 0.15 us before 849972c.
+    for pair in 'eb11439-v1:slots resolved +median block +1[.]10' 'eb11439-v1:period 4[.]90 us' \
+                '849972c-v1:slots resolved +median block +1[.]25'; do
+      expect 0 "${pair#*:}" "$python" "$src/scripts/spread_stamps.py" \
+        "$src/docs/bench/issue7-versions/h200-2026-12-03-spread-stamps-${pair%%:*}.jsonl.gz"
+    done
     echo '{"seq": 1, "blocks": [[1, 2]]}' > "$work/stamps.jsonl"
     expect 2 'stamps.jsonl: launch 1: a block of 2 values' "$python" "$src/scripts/spread_stamps.py" "$work/stamps.jsonl"
     # The benchmark table shows the host's enqueue time per launch next to the median.
