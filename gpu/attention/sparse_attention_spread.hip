@@ -176,10 +176,14 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
 // kTableRegs pages in registers, lane l holding pages l + 32 r (0 and -1
 // where `real` is false): with them a slot waits for no table load of its
 // own (the twenty-seventh pass), only ids on later pages load their entry.
+__device__ inline const int32_t* table_row_of(const KernelArgs& a, bool real, int req) {
+  return a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
+}
+
 __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lane, int64_t& seq_len,
                                 int32_t (&table)[kTableRegs]) {
   seq_len = real ? a.seq_lens[req] : 0;
-  const int32_t* row = a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
+  const int32_t* row = table_row_of(a, real, req);
 #pragma unroll
   for (int r = 0; r < kTableRegs; ++r) table[r] = real && lane + 32 * r < a.max_pages ? row[lane + 32 * r] : -1;
 }
@@ -262,9 +266,11 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     const int col = b.begin + lane;
     id = col < b.nominal_end ? row_ids[col] : -1;
   }
-  int64_t seq_len_guess;
-  int32_t table_guess[kTableRegs];
-  row_meta(a, meta && req_guess >= 0 && req_guess < a.num_reqs, req_guess, lane, seq_len_guess, table_guess);
+  // The guessed row's seq_len and table entries, loaded now (replaced below
+  // where the loaded request differs).
+  int64_t seq_len;
+  int32_t table[kTableRegs];
+  row_meta(a, meta && req_guess >= 0 && req_guess < a.num_reqs, req_guess, lane, seq_len, table);
 
   // Q (rows past the group's heads zero-filled) in its own copy group.
   for (int i = tid; i < kM * D / 8; i += kSpThreads) {
@@ -279,17 +285,10 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   int n = a.index_width - (a.count_column ? 1 : 0);
   if (a.count_column) n = max(0, min(count, a.index_width - 1));
   const bool real = meta && req >= 0 && req < a.num_reqs;  // (only warp 0 uses it)
-  int64_t seq_len;
-  int32_t table[kTableRegs];
-  if (req == req_guess) {
-    // The usual case: the loads went out a trip to L2 before the request landed.
-    seq_len = seq_len_guess;
-#pragma unroll
-    for (int r = 0; r < kTableRegs; ++r) table[r] = table_guess[r];
-  } else {
-    row_meta(a, real, req, lane, seq_len, table);
-  }
-  const int32_t* table_row = a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
+  // Usually the guess held, and its loads went out a trip to L2 before the
+  // request landed.
+  if (req != req_guess) row_meta(a, real, req, lane, seq_len, table);
+  const int32_t* table_row = table_row_of(a, real, req);
   const int end = real ? min(n, b.nominal_end) : b.begin;
   const int tiles = (b.nominal_end - b.begin + kSpTile - 1) / kSpTile;  // uniform over the block
 
