@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -263,7 +265,7 @@ inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
   const int64_t T = c.layout.num_tokens;
   const int H = p.heads, D = p.head_dim;
   int64_t failures = 0;
-  double worst = 0.0;
+  double worst = 0.0, worst_rel = 0.0;  // error over tolerance; A's error over its head's max |V|
   std::string worst_at;
   auto check = [&](bool ok, double ratio, const std::string& what) {
     if (!ok) ++failures;
@@ -292,6 +294,7 @@ inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
         const ElementTol et = element_tol(c, tol, i);
         const double tol_a = et.attn, tol_g = et.gated;
         const double err = std::fabs(got - ref), err_g = std::fabs(got_g - ref_g);
+        if (st.v_max > 0.0) worst_rel = std::max(worst_rel, err / st.v_max);
         check(err <= tol_a, err / tol_a,
               at + "attn " + std::to_string(got) + " vs reference " + std::to_string(ref) + " (tolerance " +
                   std::to_string(tol_a) + ")");
@@ -302,6 +305,10 @@ inline void expect_matches_reference(const AttnCase& c, const GpuOutputs& out) {
     }
   EXPECT_EQ(failures, 0) << "worst error / tolerance " << worst << " at " << worst_at;
   testing::Test::RecordProperty("worst_error_over_tolerance", std::to_string(worst));
+  // The bounds' unit (tests/tolerances.hpp): what a change of numerics moved, whatever its tolerance.
+  char rel[32];
+  std::snprintf(rel, sizeof rel, "%.3e", worst_rel);
+  testing::Test::RecordProperty("worst_attn_error_over_v_max", rel);
 }
 
 // Entries of the prefill tile holding each row (-1: no tile holds it).
