@@ -268,14 +268,6 @@ inline double gpu_attention_fp32_tol(double v_max, double s_abs, int dim, double
 // can differ by a whole ulp: |dA| <= 2^-7 Σ P_j|V_j| <= kBf16Eps·v_max.
 inline constexpr double kGpuAttentionBf16PRel = kBf16Eps;
 
-// The spread decode kernel (bf16 P only) stores each block's O_s = Σ P_j V_j
-// in f16 under a power-of-two scale (sparse_attention_spread.hip's
-// SpPartials): each element within 2^-11 of itself, or within 2^-40 of its
-// warp's largest; the merge's Σ w_s O_s / L then errs <= (2^-11 + 2^-40)
-// Σ w_s Σ P_j|V_j| / L <= (2^-11 + 2^-40)(1 + 2^-8) v_max (a rounded P
-// exceeds its weight by at most 2^-8). Added wherever P is bf16.
-inline constexpr double kGpuSpreadF16PartialRel = (0.5 * kFp16Eps + 0x1p-40) * (1.0 + 0.5 * kBf16Eps);
-
 // bf16-rounded logits (p.round_logits): a rounding of bf16(QK) or of
 // bf16(bf16(QK)·scale) can flip between the fp32 and the fp64 dot, moving
 // one logit by up to an ulp per rounding, 2·kBf16Eps·|s| in all; each weight

@@ -454,8 +454,8 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
       a.splits = spread.blocks;
       a.ids_per_split = spread.ids;
       a.head_chunks = 1;
-      a.ws_acc = args.workspace;  // f16 partials and their records (the kernel's SpPartials); no ws_ml
-      a.ws_ml = nullptr;
+      a.ws_acc = args.workspace;  // [T, H, blocks, D] then [T, H, blocks, 2]
+      a.ws_ml = args.workspace + static_cast<size_t>(dims.num_tokens) * p.heads * spread.blocks * p.head_dim;
       attn::launch_spread_decode(a, p.head_dim, dims.num_tokens, stream);
       return;
     }

@@ -111,9 +111,7 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 // V for its own n8 tiles of dims (k16 mmas, P and V by ldmatrix): no warp
 // holds a whole output row, so no warps merge. Same contract and numerics
 // as the split-K kernel, except that a tile's P is rounded against the
-// block's exact running max (no lag), and that each block's partial O is
-// stored in f16 under a power-of-two scale per warp and head (2^-11
-// relative to the block's Σ P|V|, to halve the merge's bytes).
+// block's exact running max (no lag).
 // Supported where mma_decode_supported is, for a bf16 cache.
 bool spread_decode_supported(const KernelArgs& a, int head_dim, int group, bool fp8);
 // Blocks per (row, KV group) and ids per block for `pairs` = rows x KV
@@ -127,9 +125,8 @@ struct SpreadDecodeShape {
 };
 SpreadDecodeShape spread_decode_shape(int64_t pairs, int cols, int head_dim, int group, int max_blocks);
 // Launches it over `rows` rows with a.splits / a.ids_per_split from
-// spread_decode_shape and ws_acc for the blocks' partials, which take at
-// most T·H·splits·(D + 2) floats (sparse_attention_workspace_floats; the
-// layout is the kernel's own, SpPartials); ws_ml is not read.
+// spread_decode_shape and ws_acc / ws_ml for the blocks' partials
+// ([T, H, splits, D] and [T, H, splits, 2]).
 void launch_spread_decode(const KernelArgs& a, int head_dim, int64_t rows, hipStream_t stream);
 // (kAuto and kDecode take it for at most kSpreadDecodeMaxPairs pairs,
 // sparse_attention_validate.hpp.)

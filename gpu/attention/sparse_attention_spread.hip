@@ -88,53 +88,6 @@ __host__ __device__ inline int merge_parts(int share, int S) {
 
 __device__ inline uint32_t swizzle(int r) { return static_cast<uint32_t>(r & 7) << 4; }
 
-// The blocks' partials in the workspace (a.ws_acc, which holds T·H·S·(D +
-// 2) floats for S blocks per pair: sparse_attention_workspace_floats): O in
-// f16, [T, H, S, D], in its first T·H·S·D / 2 floats, then a 16-byte record
-// per (row, head, block): m, l, and the exponent x of each warp's O (int16,
-// warp w's at byte 8 + 2w). f16 halves what the merge moves through L2
-// (at the model's shape 1.6 MB of fp32 partials, stored and loaded once
-// each; docs/performance.md, twenty-eighth pass). A warp multiplies its O
-// of a head by 2^x, x chosen so that its largest finite |O| lands in
-// [2^14, 2^15), under f16's 65504: each value keeps f16's 2^-11 of its own
-// size, or, 2^29 times smaller than the largest, 2^-40 of the largest; inf
-// and NaN stay themselves. The merge multiplies by 2^-x, exactly.
-struct SpPartials {
-  uint16_t* o;
-  float4* rec;
-};
-
-__device__ inline SpPartials sp_partials(const KernelArgs& a, int head_dim) {
-  const int64_t halves = static_cast<int64_t>(gridDim.z) * a.heads * gridDim.x * head_dim;
-  return {reinterpret_cast<uint16_t*>(a.ws_acc), reinterpret_cast<float4*>(a.ws_acc + halves / 2)};
-}
-
-__device__ inline float pow2(int k) { return __int_as_float((127 + k) << 23); }  // k in [-126, 127]
-
-// 2^x as two factors, each a normal float for |x| <= 163 (a product by
-// both is exact wherever the result is a normal float).
-struct Pow2Pair {
-  float a, b;
-};
-__device__ inline Pow2Pair pow2_pair(int x) { return {pow2(x >> 1), pow2(x - (x >> 1))}; }
-
-__device__ inline float finite_abs(float v) {
-  const float m = fabsf(v);
-  return m < INFINITY ? m : 0.0f;  // inf and NaN: 0
-}
-
-// x with mx · 2^x in [2^14, 2^15) for a finite mx > 0 (x in [-113, 163]); 0 for mx = 0.
-__device__ inline int f16_scale_exponent(float mx) {
-  if (mx == 0.0f) return 0;
-  int normalise = 0;
-  if (mx < 0x1p-126f) {  // a subnormal: its exponent field says nothing
-    mx *= 0x1p64f;
-    normalise = 64;
-  }
-  const int field = __float_as_int(mx) >> 23;  // mx = f · 2^(field - 126), f in [0.5, 1)
-  return 141 - field + normalise;
-}
-
 __device__ inline uint32_t load_acquire(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -252,9 +205,8 @@ __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lan
 //           of dims (w, w + 4, ...) over the tile's 32 ids: P by ldmatrix,
 //           V by ldmatrix.trans, k16 mmas. No warp holds a whole output
 //           row, so no warps merge.
-// Then each block stores its (m, l, O), O unnormalised and in f16 under a
-// power-of-two scale per warp and head (SpPartials), to the workspace, and
-// the pair's blocks meet at a barrier (pair_barrier). After it, block j
+// Then each block stores its (m, l, O), O unnormalised, to the workspace,
+// and the pair's blocks meet at a barrier (pair_barrier). After it, block j
 // merges its share of the pair's outputs over all S blocks: `parts` threads
 // per output quad load their splits' partials and (m, l) into registers at
 // once (one round trip), take the head's max M by shuffles, sum O_s w_s and
@@ -501,48 +453,28 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 #pragma unroll
     for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
 
-  // The block's partials to the workspace (SpPartials): the warp's O of
-  // head rows gq and gq + 8 scaled by 2^x0 and 2^x1 to f16, then the
-  // records: every warp its exponents, warp 0 the (m, l) all warps hold.
+  // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2].
   const int S = b.splits;
   const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
-  const SpPartials partials = sp_partials(a, D);
-  float mx0 = 0.0f, mx1 = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kOwn; ++j) {
-    mx0 = fmaxf(mx0, fmaxf(finite_abs(acc[j][0]), finite_abs(acc[j][1])));
-    mx1 = fmaxf(mx1, fmaxf(finite_abs(acc[j][2]), finite_abs(acc[j][3])));
-  }
-  const int x0 = f16_scale_exponent(mma::quad_max(mx0)), x1 = f16_scale_exponent(mma::quad_max(mx1));
-  const Pow2Pair s0 = pow2_pair(x0), s1 = pow2_pair(x1);
 #pragma unroll
   for (int j = 0; j < kOwn; ++j) {
     const int d = (warp + kSpWarps * j) * 8 + 2 * tq;
     if (gq < nh)
-      *reinterpret_cast<uint32_t*>(partials.o + ((head0 + gq) * S + b.j) * D + d) =
-          f32x2_to_f16x2(acc[j][0] * s0.a * s0.b, acc[j][1] * s0.a * s0.b);
+      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq) * S + b.j) * D + d) = make_float2(acc[j][0], acc[j][1]);
     if (gq + 8 < nh)
-      *reinterpret_cast<uint32_t*>(partials.o + ((head0 + gq + 8) * S + b.j) * D + d) =
-          f32x2_to_f16x2(acc[j][2] * s1.a * s1.b, acc[j][3] * s1.a * s1.b);
+      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq + 8) * S + b.j) * D + d) = make_float2(acc[j][2], acc[j][3]);
   }
-  if (tq == 0) {
-    float4* rec0 = partials.rec + (head0 + gq) * S + b.j;
-    float4* rec1 = partials.rec + (head0 + gq + 8) * S + b.j;
-    if (gq < nh) {
-      reinterpret_cast<int16_t*>(rec0)[4 + warp] = static_cast<int16_t>(x0);
-      if (warp == 0) *reinterpret_cast<float2*>(rec0) = make_float2(m_run[0], l_run[0]);
-    }
-    if (gq + 8 < nh) {
-      reinterpret_cast<int16_t*>(rec1)[4 + warp] = static_cast<int16_t>(x1);
-      if (warp == 0) *reinterpret_cast<float2*>(rec1) = make_float2(m_run[1], l_run[1]);
-    }
+  if (warp == 0 && tq == 0) {  // every warp holds the same (m, l)
+    if (gq < nh) *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq) * S + b.j) * 2) = make_float2(m_run[0], l_run[0]);
+    if (gq + 8 < nh)
+      *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2) = make_float2(m_run[1], l_run[1]);
   }
   pair_barrier(spread_counters + sa.counters + b.row * a.kv_heads + b.g, b.j, S);
   if (b.quads == 0) return;
 
   // The merge of this block's share. `parts` threads per quad (one warp's
   // consecutive lanes) each load their splits s = part (mod parts) of the
-  // quad's partial O and of its head's record straight into registers, all
+  // quad's partial O and of its head's (m, l) straight into registers, all
   // in flight at once (read through L2: other blocks wrote them); take the
   // head's max M over their splits and then over the parts by shuffles (the
   // same bits in every lane and every block: a max is exact); sum O_s w_s
@@ -555,29 +487,28 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // A quad's 4 outputs in one store each where the outputs allow it (out0
   // and e are multiples of 4 elements, so only the bases decide).
   const bool vector_out = reinterpret_cast<uintptr_t>(a.attn) % 16 == 0 && reinterpret_cast<uintptr_t>(a.gated) % 8 == 0;
-  const float4* rec_all = partials.rec;
-  const uint2* o_all = reinterpret_cast<const uint2*>(partials.o);  // 4 f16 per quad
+  const float2* ml_all = reinterpret_cast<const float2*>(a.ws_ml);
+  const float4* o_all = reinterpret_cast<const float4*>(a.ws_acc);
   for (int t0 = 0; t0 < parts * quads; t0 += kSpThreads) {
     const int t = t0 + tid, q = t / parts, part = t % parts;
     const bool live = q < quads;
     const int e = (b.quad0 + (live ? q : 0)) * 4;
     const int64_t head = head0 + e / D;
-    const int owner = (e % D / 8) % kSpWarps;  // the warp whose PV dim tile holds the quad
-    float4 rec[kMergeSplits];
-    uint2 o[kMergeSplits];
+    float2 ml[kMergeSplits];
+    float4 o[kMergeSplits];
 #pragma unroll
     for (int k = 0; k < kMergeSplits; ++k) {
       const int s = part + k * parts;
-      rec[k] = make_float4(-INFINITY, 0.0f, 0.0f, 0.0f);
-      o[k] = make_uint2(0u, 0u);
+      ml[k] = make_float2(-INFINITY, 0.0f);
+      o[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (live && s < S) {
-        rec[k] = __ldcg(rec_all + head * S + s);
+        ml[k] = __ldcg(ml_all + head * S + s);
         o[k] = __ldcg(o_all + ((head * S + s) * D + e % D) / 4);
       }
     }
     float m = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < kMergeSplits; ++k) m = fmaxf(m, rec[k].x);
+    for (int k = 0; k < kMergeSplits; ++k) m = fmaxf(m, ml[k].x);
     for (int x = 1; x < parts; x <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float l = 0.0f;
@@ -585,15 +516,12 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     for (int k = 0; k < kMergeSplits; ++k) {
       if (part + k * parts < S) {
         // A block that attended nothing weighs 0.
-        const float w = rec[k].x == -INFINITY ? 0.0f : mma::exp2_approx((rec[k].x - m) * mma::kLog2e);
-        l = fmaf(rec[k].y, w, l);
-        const uint32_t xs = __float_as_uint(owner < 2 ? rec[k].z : rec[k].w);
-        const Pow2Pair un = pow2_pair(-static_cast<int>(static_cast<int16_t>(xs >> (16 * (owner & 1)))));
-        const float2 lo = f16x2_to_f32x2(o[k].x), hi = f16x2_to_f32x2(o[k].y);
-        v.x = fmaf(lo.x * un.a * un.b, w, v.x);
-        v.y = fmaf(lo.y * un.a * un.b, w, v.y);
-        v.z = fmaf(hi.x * un.a * un.b, w, v.z);
-        v.w = fmaf(hi.y * un.a * un.b, w, v.w);
+        const float w = ml[k].x == -INFINITY ? 0.0f : mma::exp2_approx((ml[k].x - m) * mma::kLog2e);
+        l = fmaf(ml[k].y, w, l);
+        v.x = fmaf(o[k].x, w, v.x);
+        v.y = fmaf(o[k].y, w, v.y);
+        v.z = fmaf(o[k].z, w, v.z);
+        v.w = fmaf(o[k].w, w, v.w);
       }
     }
     for (int x = 1; x < parts; x <<= 1) {

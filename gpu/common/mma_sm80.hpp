@@ -131,20 +131,6 @@ __device__ inline uint32_t f32x2_to_f16x2(float lo, float hi) {
   return h2;
 }
 
-// Two f16 (lo in the low half) to two floats, exactly.
-__device__ inline float2 f16x2_to_f32x2(uint32_t h2) {
-  float lo, hi;
-  asm("{\n"
-      " .reg .f16 lo, hi;\n"
-      " mov.b32 {lo, hi}, %2;\n"
-      " cvt.f32.f16 %0, lo;\n"
-      " cvt.f32.f16 %1, hi;\n"
-      "}\n"
-      : "=f"(lo), "=f"(hi)
-      : "r"(h2));
-  return make_float2(lo, hi);
-}
-
 // Brings the 128-byte line holding p into L2; never faults, loads nothing
 // into registers or L1.
 __device__ inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }

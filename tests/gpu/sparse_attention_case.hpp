@@ -47,10 +47,6 @@ struct AttnSpec {
   // tensor-core path holds Q in f16, scaled per head row; h % 3 catches a
   // row given another row's scale).
   int q_exponent = 0;
-  // When nonzero, V times 2^v_exponent (still bf16 values): 20 puts the
-  // spread kernel's partial O past f16's largest value, -40 below its
-  // smallest subnormal (it stores them in f16 under a scale of its own).
-  int v_exponent = 0;
 };
 
 inline std::string spec_name(const AttnSpec& s) {
@@ -62,7 +58,6 @@ inline std::string spec_name(const AttnSpec& s) {
   if (s.round_sigmoid) n += "_rsigmoid";
   if (s.one_row) n += "_1row";
   if (s.q_exponent != 0) n += "_q2e" + std::string(s.q_exponent < 0 ? "m" : "") + std::to_string(std::abs(s.q_exponent));
-  if (s.v_exponent != 0) n += "_v2e" + std::string(s.v_exponent < 0 ? "m" : "") + std::to_string(std::abs(s.v_exponent));
   return n;
 }
 
@@ -126,11 +121,10 @@ inline void fill_ids(const CounterRng& rng, int64_t row, int64_t L, bool unmappe
   }
 }
 
-// A cache of num_pages pages of config c with random K and V (times
-// 2^v_exponent) at every token of `full` (every page still mapped), drawn
-// per cache slot.
+// A cache of num_pages pages of config c with random K and V at every token
+// of `full` (every page still mapped), drawn per cache slot.
 inline MainKvCache random_kv_cache(const QsaConfig& c, const StepLayout& full, int64_t num_pages, KvDtype kv,
-                                   uint64_t seed, int v_exponent = 0) {
+                                   uint64_t seed) {
   MainKvCache cache(make_kv_cache_params(c, num_pages));
   const int64_t GD = int64_t{c.num_kv_heads} * c.head_dim;
   const CounterRng rk(seed, "gpu.attention.k"), rv(seed, "gpu.attention.v");
@@ -142,7 +136,7 @@ inline MainKvCache random_kv_cache(const QsaConfig& c, const StepLayout& full, i
         const uint64_t at = static_cast<uint64_t>(slot * GD + j);
         // bf16 values, so that a bf16 cache stores them exactly in every profile.
         k[j] = kv == KvDtype::kBf16 ? round_bf16(rk.normal(at)) : rk.normal(at);
-        v[j] = std::ldexp(kv == KvDtype::kBf16 ? round_bf16(rv.normal(at)) : rv.normal(at), v_exponent);
+        v[j] = kv == KvDtype::kBf16 ? round_bf16(rv.normal(at)) : rv.normal(at);
       }
       cache.write(slot, t, k.data(), v.data());
     }
@@ -160,7 +154,7 @@ inline AttnCase make_attn_case(const AttnSpec& s, const QsaConfig& c, uint64_t s
                                : simple_step({ctx0, ctx1}, {1, 2}, pages_per_req, /*padding_rows=*/1);
   meta.ring_blocks = s.one_row ? std::vector<int32_t>{0} : std::vector<int32_t>{0, 1};
   const StepLayout full = derive_step_layout(c, {num_pages, num_pages}, meta);
-  MainKvCache cache = random_kv_cache(c, full, num_pages, s.kv, seed, s.v_exponent);
+  MainKvCache cache = random_kv_cache(c, full, num_pages, s.kv, seed);
   meta.block_table.at(0, 1) = -1;  // request 0 loses page 1 (tokens 64..127) after the writes
   StepLayout layout = derive_step_layout(c, {num_pages, num_pages}, meta);
 

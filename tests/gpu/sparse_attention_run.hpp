@@ -238,8 +238,7 @@ inline double head_tol(const AttnCase& c, const HeadStats& st, double entries = 
   const double n = static_cast<double>(st.n);
   double tol = entries < 0.0 ? tol::gpu_attention_fp32_tol(st.v_max, st.s_abs, p.head_dim, n)
                              : tol::gpu_attention_prefill_fp32_tol(st.v_max, st.s_abs, p.head_dim, n, entries);
-  if (p.p_rounding == PRounding::kBf16Unnormalized)
-    tol += (tol::kGpuAttentionBf16PRel + tol::kGpuSpreadF16PartialRel) * st.v_max;
+  if (p.p_rounding == PRounding::kBf16Unnormalized) tol += tol::kGpuAttentionBf16PRel * st.v_max;
   if (p.p_rounding == PRounding::kBf16Normalized) tol += tol::kGpuAttentionBf16NormalizedPRel * st.v_max;
   if (p.round_logits) tol += tol::gpu_attention_round_logits_tol(st.v_max, st.s_max);
   return tol;
