@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpu/attention/fast_epilogue.hpp"
 #include "gpu/attention/mma_step.hpp"
 #include "gpu/attention/sparse_attention_mma.hpp"
 #include "gpu/common/dependent_launch.hpp"
@@ -430,55 +431,6 @@ __device__ inline void pf_rescale(float (&acc)[D / 8][4], PfAlpha al) {
   }
 }
 
-// kN adjacent elements of an output row as one vector access.
-template <class T, int kN>
-struct alignas(sizeof(T) * kN < 16 ? sizeof(T) * kN : 16) PfVec {
-  T v[kN];
-};
-
-// A lane's kN outputs of one pair (x: its accumulators, l: its softmax sum,
-// both finite), bit for bit store_gated's of softmax_normalized(x ·
-// v_scale, l), through the branch-free forms of gpu/common/exact_math.hpp:
-// one double reciprocal of l per pair, and no branch per element. False
-// where an element left those forms' ranges (l = 0 among them); the caller
-// then computes the lane's outputs the plain way. Why: the plain division
-// and reciprocal each branch to a slow path per element, which kept the
-// elements' long chains (the division, expf, the reciprocal, three
-// roundings) from overlapping: at share 0.99 the epilogue's pair loop drew
-// 19% of the Hopper kernel's stall samples (ncu, docs/performance.md,
-// twenty-first pass).
-template <int kN>
-__device__ inline bool pf_outputs_fast(const KernelArgs& a, const PfVec<float, kN>& x, float l,
-                                       const PfVec<uint16_t, kN>& gate, PfVec<float, kN>& out,
-                                       PfVec<uint16_t, kN>& gated) {
-  static_assert(kN % 2 == 0, "elements in pairs: one bf16x2 conversion each");
-  if (!(l > 0.0f)) return false;
-  const double rinv = 1.0 / static_cast<double>(l);
-  bool ok = true;
-  float sig[kN];
-#pragma unroll
-  for (int k = 0; k < kN; ++k) {
-    out.v[k] = exact::div_rn(x.v[k] * a.v_scale, rinv, ok);
-    sig[k] = exact::rcp_rn(1.0f + expf(-bf16_to_float(gate.v[k])), ok);
-  }
-#pragma unroll
-  for (int k = 0; k < kN; k += 2) {
-    // attn_value's rounding (out is zero or normal here) and gated_bits's of
-    // the sigmoid (normal), selected rather than branched over.
-    const uint32_t ro = exact::bf16x2_rn(out.v[k], out.v[k + 1]), rs = exact::bf16x2_rn(sig[k], sig[k + 1]);
-    out.v[k] = a.round_output ? bits_float(ro << 16) : out.v[k];
-    out.v[k + 1] = a.round_output ? bits_float(ro & 0xffff0000u) : out.v[k + 1];
-    sig[k] = a.round_sigmoid ? bits_float(rs << 16) : sig[k];
-    sig[k + 1] = a.round_sigmoid ? bits_float(rs & 0xffff0000u) : sig[k + 1];
-    const float g0 = out.v[k] * sig[k], g1 = out.v[k + 1] * sig[k + 1];
-    ok &= exact::bf16_rn_exact(g0) & exact::bf16_rn_exact(g1);
-    const uint32_t r = exact::bf16x2_rn(g0, g1);
-    gated.v[k] = static_cast<uint16_t>(r & 0xffffu);
-    gated.v[k + 1] = static_cast<uint16_t>(r >> 16);
-  }
-  return ok;
-}
-
 // The end of a block, in two phases through shared memory:
 //  1. every warp writes its accumulators (rows gq and gq + 8 of its m16
 //     tile: pairs p0 = 16 warp + gq and p0 + 8) and their l to `stage`, the
@@ -501,7 +453,7 @@ __device__ inline bool pf_outputs_fast(const KernelArgs& a, const PfVec<float, k
 // pairs in the same order, so lane k computes the output offset of the
 // warp's k-th pair once (an integer division) and the loops shuffle it.
 // The outputs are store_output's bits (acc · v_scale / l, then
-// store_gated's roundings): pf_outputs_fast's, or the plain arithmetic
+// store_gated's roundings): outputs_fast's, or the plain arithmetic
 // where it declines. A pair whose output or l is not finite is recomputed
 // exactly instead (pf_exact_pair, Q from global memory: its shared copy is
 // gone). The caller has waited for its own copies; the barrier below waits
@@ -544,9 +496,9 @@ __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock&
 #pragma unroll 1
   for (int k = 0, p = warp; p < b.np; ++k, p += kPfWarps) {
     const int64_t row = __shfl_sync(0xffffffffu, lane_row, k);
-    const PfVec<uint16_t, kPer> gate = *reinterpret_cast<const PfVec<uint16_t, kPer>*>(g_s + p * D + j0);
+    const OutVec<uint16_t, kPer> gate = *reinterpret_cast<const OutVec<uint16_t, kPer>*>(g_s + p * D + j0);
     const float l = l_s[p];
-    const PfVec<float, kPer> x = *reinterpret_cast<const PfVec<float, kPer>*>(o_s + p * D + ((j0 / 8) ^ (p & 7)) * 8 + j0 % 8);
+    const OutVec<float, kPer> x = *reinterpret_cast<const OutVec<float, kPer>*>(o_s + p * D + ((j0 / 8) ^ (p & 7)) * 8 + j0 % 8);
     bool bad = !isfinite(l);
 #pragma unroll
     for (int e = 0; e < kPer; ++e) bad |= !isfinite(x.v[e]);
@@ -554,17 +506,17 @@ __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock&
       pf_exact_pair<D>(pa, tl, b.g, p / b.hc, row, a.q + row);
       continue;
     }
-    PfVec<float, kPer> out;
-    PfVec<uint16_t, kPer> gated;
-    if (!pf_outputs_fast(a, x, l, gate, out, gated)) {
+    OutVec<float, kPer> out;
+    OutVec<uint16_t, kPer> gated;
+    if (!outputs_fast(a, x, l, gate, out, gated)) {
 #pragma unroll
       for (int e = 0; e < kPer; ++e) {
         out.v[e] = attn_value(a, softmax_normalized(x.v[e] * a.v_scale, l));
         gated.v[e] = gated_bits(a, out.v[e], gate.v[e]);
       }
     }
-    *reinterpret_cast<PfVec<float, kPer>*>(a.attn + row + j0) = out;
-    *reinterpret_cast<PfVec<uint16_t, kPer>*>(a.gated + row + j0) = gated;
+    *reinterpret_cast<OutVec<float, kPer>*>(a.attn + row + j0) = out;
+    *reinterpret_cast<OutVec<uint16_t, kPer>*>(a.gated + row + j0) = gated;
   }
 }
 
