@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpu/attention/fast_epilogue.hpp"
 #include "gpu/attention/mma_step.hpp"
 #include "gpu/attention/sparse_attention_mma.hpp"
 #include "gpu/common/arrival_counters.hpp"
@@ -532,24 +533,30 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       l += __shfl_xor_sync(0xffffffffu, l, x);
     }
     if (live && part == 0) {
-      const float vv[4] = {v.x, v.y, v.z, v.w};
-      float out[4];
-      uint16_t gated[4];
+      // outputs_fast's bits are the plain epilogue's, without its branch
+      // per element (fast_epilogue.hpp); the plain one where it declines.
+      const OutVec<float, 4> x = {{v.x, v.y, v.z, v.w}};
+      OutVec<uint16_t, 4> gate;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float sig = gate_sigmoid(a, t0 == 0 ? gate0[k] : a.gate[out0 + e + k]);
-        out[k] = attn_value(a, softmax_normalized(vv[k] * a.v_scale, l));
-        gated[k] = float_to_bf16_bits(out[k] * sig);
+      for (int k = 0; k < 4; ++k) gate.v[k] = t0 == 0 ? gate0[k] : a.gate[out0 + e + k];
+      OutVec<float, 4> out;
+      OutVec<uint16_t, 4> gated;
+      const bool finite = isfinite(l) & isfinite(v.x) & isfinite(v.y) & isfinite(v.z) & isfinite(v.w);
+      if (!(finite && outputs_fast(a, x, l, gate, out, gated))) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          out.v[k] = attn_value(a, softmax_normalized(x.v[k] * a.v_scale, l));
+          gated.v[k] = gated_bits(a, out.v[k], gate.v[k]);
+        }
       }
       if (vector_out) {
-        *reinterpret_cast<float4*>(a.attn + out0 + e) = make_float4(out[0], out[1], out[2], out[3]);
-        *reinterpret_cast<uint2*>(a.gated + out0 + e) =
-            make_uint2(gated[0] | static_cast<uint32_t>(gated[1]) << 16, gated[2] | static_cast<uint32_t>(gated[3]) << 16);
+        *reinterpret_cast<OutVec<float, 4>*>(a.attn + out0 + e) = out;
+        *reinterpret_cast<OutVec<uint16_t, 4>*>(a.gated + out0 + e) = gated;
       } else {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          a.attn[out0 + e + k] = out[k];
-          a.gated[out0 + e + k] = gated[k];
+          a.attn[out0 + e + k] = out.v[k];
+          a.gated[out0 + e + k] = gated.v[k];
         }
       }
     }

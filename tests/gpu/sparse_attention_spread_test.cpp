@@ -12,7 +12,8 @@
 //    4100 ids (two or three tiles per block); rows past the 128 pages whose
 //    table entries the kernel keeps in registers; the split-K kernel on the
 //    same row (kDecodeSplitK); many launches in a row on one stream (the
-//    barrier counters flip, never reset); an earlier launch's partials,
+//    barrier counters flip, never reset), and counters reused by launches
+//    of another block count; an earlier launch's partials,
 //    left in the workspace, never merged by a later one, on one stream and
 //    in the replays of a captured graph;
 //  - unaligned gate and outputs give the aligned run's bits; two runs give
@@ -213,6 +214,32 @@ TEST(GpuSparseAttentionSpreadRow, EarlierLaunchesPartialsAreNeverTaken) {
   }
   gpu_test::expect_same_bits(runs[0], runs[1]);
   gpu_test::expect_same_bits(runs[0], gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+}
+
+// The kernel's ring of barrier counters comes round every 32768 one-row
+// launches (2 pairs each) to counters that earlier launches used: 20000
+// launches of a 37-id row (2 blocks per KV group), then 20000 of a
+// 2051-id row (65 on an H200), which reuse the first set's counters. Each
+// barrier adds 2^31 to its counter whatever its block count, so the second
+// set's barriers still open once all their blocks arrive, never before
+// (the workspace is NaN before each launch) and never not at all.
+TEST(GpuSparseAttentionSpreadRow, CountersReusedByAnotherBlockCount) {
+  const uint64_t seed = gpu_test::case_seed("spread-counter-reuse");
+  const gpu_test::AttnCase few = gpu_test::make_attn_case(one_row(37), seed);
+  const gpu_test::AttnCase row = gpu_test::make_attn_case(one_row(2051), seed + 1);
+  SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED)");
+  if (!spread_runs(few) || !spread_runs(row)) GTEST_SKIP() << "the spread kernel does not run this case here";
+  EXPECT_LT(gpu::spread_attention_size(few.params, KvDtype::kBf16, 1),
+            gpu::spread_attention_size(row.params, KvDtype::kBf16, 1));
+  gpu_test::GpuOutputs few_out;
+  const gpu_test::GpuOutputs row_out = gpu_test::run_gpu_path(
+      row, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, false, 20000, gpu_test::Repeat::kPoisoned,
+      [&] {
+        few_out = gpu_test::run_gpu_path(few, AttentionPath::kDecodeSpread, nullptr, gpu::kDefaultIdsPerSplit, false,
+                                         20000);
+      });
+  gpu_test::expect_matches_reference(few, few_out);
+  gpu_test::expect_matches_reference(row, row_out);
 }
 
 // One row of one id: one block per KV group, which still meets its barrier.
