@@ -223,9 +223,12 @@ PY
       echo "FAIL: spread_stamps.py printed a point the d8a59f2 build never stamps (sigmoids)"
       exit 1
     fi
-    # The twenty-seventh pass's stopped runs: eb11439 resolves its slots 0.15 us before 849972c.
+    # The twenty-seventh pass's stopped runs: eb11439 resolves its slots 0.15 us before 849972c;
+    # the twenty-eighth pass's f16 partials and arrival masks.
     for pair in 'eb11439-v1:slots resolved +median block +1[.]10' 'eb11439-v1:period 4[.]90 us' \
-                '849972c-v1:slots resolved +median block +1[.]25'; do
+                '849972c-v1:slots resolved +median block +1[.]25' \
+                'c5a02f1:partials stored +median block +4[.]16' 'c5a02f1:barrier passed +median block +5[.]47' \
+                'arrival-masks:sums +median block +6[.]93' 'arrival-masks:outputs stored +median block +7[.]28'; do
       expect 0 "${pair#*:}" "$python" "$src/scripts/spread_stamps.py" \
         "$src/docs/bench/issue7-versions/h200-2026-12-03-spread-stamps-${pair%%:*}.jsonl.gz"
     done
