@@ -214,7 +214,8 @@ __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lan
 // l_s w_s, w_s = exp(m_s - M), over their splits and add their parts by a
 // shuffle tree, all in fixed orders (deterministic: the same bits whatever
 // the blocks' timing), and the quad's first thread stores A = O / L and the
-// gated output. No shared memory and no block barrier after the pair's.
+// gated output (outputs_fast: no branch per element, twenty-eighth pass).
+// No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
 // block (median block, us after the wait; 8.2 us per launch in the stamped
 // build): request and count 0.6, ids 0.9, slots 1.2, copies issued 1.4,
