@@ -66,6 +66,20 @@ __device__ inline bool outputs_fast(const KernelArgs& a, const OutVec<float, kN>
   return ok;
 }
 
+// The same outputs the plain way (attn_value, softmax_normalized and
+// gated_bits per element): where outputs_fast declines, or its inputs are
+// not finite.
+template <int kN>
+__device__ inline void outputs_plain(const KernelArgs& a, const OutVec<float, kN>& x, float l,
+                                     const OutVec<uint16_t, kN>& gate, OutVec<float, kN>& out,
+                                     OutVec<uint16_t, kN>& gated) {
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    out.v[k] = attn_value(a, softmax_normalized(x.v[k] * a.v_scale, l));
+    gated.v[k] = gated_bits(a, out.v[k], gate.v[k]);
+  }
+}
+
 }  // namespace qsa::gpu::attn
 
 #endif  // QSA_GPU_CUDA

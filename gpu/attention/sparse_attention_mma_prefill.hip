@@ -508,13 +508,7 @@ __device__ void pf_store(const PrefillArgs& pa, const PfTile& tl, const PfBlock&
     }
     OutVec<float, kPer> out;
     OutVec<uint16_t, kPer> gated;
-    if (!outputs_fast(a, x, l, gate, out, gated)) {
-#pragma unroll
-      for (int e = 0; e < kPer; ++e) {
-        out.v[e] = attn_value(a, softmax_normalized(x.v[e] * a.v_scale, l));
-        gated.v[e] = gated_bits(a, out.v[e], gate.v[e]);
-      }
-    }
+    if (!outputs_fast(a, x, l, gate, out, gated)) outputs_plain(a, x, l, gate, out, gated);
     *reinterpret_cast<OutVec<float, kPer>*>(a.attn + row + j0) = out;
     *reinterpret_cast<OutVec<uint16_t, kPer>*>(a.gated + row + j0) = gated;
   }

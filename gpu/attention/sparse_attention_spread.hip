@@ -173,13 +173,15 @@ __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
   }
 }
 
+// Request `req`'s block-table row (row 0 where `real` is false: never read then).
+__device__ inline const int32_t* table_row_of(const KernelArgs& a, bool real, int req) {
+  return a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
+}
+
 // Request `req`'s seq_len and its block-table entries for the first 32 ·
 // kTableRegs pages in registers, lane l holding pages l + 32 r (0 and -1
 // where `real` is false): with them a slot waits for no table load of its
 // own (the twenty-seventh pass), only ids on later pages load their entry.
-__device__ inline const int32_t* table_row_of(const KernelArgs& a, bool real, int req) {
-  return a.block_table + static_cast<int64_t>(real ? req : 0) * a.max_pages;
-}
 
 __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lane, int64_t& seq_len,
                                 int32_t (&table)[kTableRegs]) {
@@ -543,13 +545,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       OutVec<float, 4> out;
       OutVec<uint16_t, 4> gated;
       const bool finite = isfinite(l) & isfinite(v.x) & isfinite(v.y) & isfinite(v.z) & isfinite(v.w);
-      if (!(finite && outputs_fast(a, x, l, gate, out, gated))) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          out.v[k] = attn_value(a, softmax_normalized(x.v[k] * a.v_scale, l));
-          gated.v[k] = gated_bits(a, out.v[k], gate.v[k]);
-        }
-      }
+      if (!(finite && outputs_fast(a, x, l, gate, out, gated))) outputs_plain(a, x, l, gate, out, gated);
       if (vector_out) {
         *reinterpret_cast<OutVec<float, 4>*>(a.attn + out0 + e) = out;
         *reinterpret_cast<OutVec<uint16_t, 4>*>(a.gated + out0 + e) = gated;
