@@ -7,6 +7,10 @@
 //   otherwise                  -> -1
 // With the count column, the last column holds n_exp + n_tail (the loop
 // bound, never a token id). Padding rows (p < 0) are all -1 with count 0.
+//
+// Beside the ids, an engine may hand attention each id's main-cache slot
+// (token_slots, reference/core/step_layout.hpp), so that the attention kernel reads one array instead
+// of the ids and then the block table (docs/semantics.md section 8).
 #pragma once
 
 #include <cstdint>

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <unordered_map>
 
 #include "reference/core/errors.hpp"
+#include "reference/core/stage_params.hpp"
 
 namespace qsa {
 
@@ -13,6 +15,47 @@ int64_t paged_slot(const TensorI32& block_table, int req, int64_t p, int page_si
   if (p < 0 || page >= block_table.dim(1)) return -1;
   const int32_t phys = block_table.at(req, page);
   return phys < 0 ? -1 : int64_t{phys} * page_size + p % page_size;
+}
+
+void token_slots(const TensorI32& token_idx, bool count_column, const std::vector<int32_t>& token_to_req,
+                 const std::vector<int32_t>& seq_lens, const TensorI32& block_table, int page_size,
+                 int64_t num_pages, TensorI32& slots) {
+  if (token_idx.rank() != 2) throw InputError("token_slots: token_idx must be [T, W]");
+  const int64_t T = token_idx.dim(0), W = token_idx.dim(1);
+  const auto R = static_cast<int64_t>(seq_lens.size());
+  if (static_cast<int64_t>(token_to_req.size()) != T)
+    throw InputError(fmt::format("token_slots: {} token_to_req entries for {} rows", token_to_req.size(), T));
+  if (block_table.rank() != 2 || block_table.dim(0) != R)
+    throw InputError(fmt::format("token_slots: block_table must be [{}, max_pages] (one row per request)", R));
+  if (count_column && W < 1) throw InputError("token_slots: a count column needs a row width of at least 1");
+  if (page_size < 1) throw InputError(fmt::format("token_slots: page size {} (must be >= 1)", page_size));
+  if (num_pages < 0 || num_pages > std::numeric_limits<int32_t>::max() / page_size)
+    throw InputError(fmt::format("token_slots: {} pages of {} slots do not fit int32 slot ids", num_pages,
+                                 page_size));
+  if (slots.empty()) {
+    slots = TensorI32({T, W}, -1);
+  } else {
+    require_shape(slots, {T, W}, "token_slots");
+  }
+  const int64_t max_pages = block_table.dim(1);
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t req = token_to_req[static_cast<size_t>(t)];
+    if (req < -1 || req >= R)
+      throw InputError(fmt::format("token_slots: row {} names request {} of {}", t, req, R));
+    const int32_t* ids = token_idx.row(t);
+    int32_t* out = slots.row(t);
+    const int64_t n = attended_columns(ids, W, count_column);
+    for (int64_t c = 0; c < W; ++c) {
+      int32_t slot = -1;
+      const int32_t id = ids[c];
+      if (req >= 0 && c < n && id >= 0 && id < seq_lens[static_cast<size_t>(req)] && id / page_size < max_pages) {
+        const int32_t phys = block_table.at(req, id / page_size);
+        if (phys >= 0 && phys < num_pages) slot = phys * page_size + id % page_size;
+      }
+      out[c] = slot;
+    }
+    if (count_column) out[W - 1] = ids[W - 1];
+  }
 }
 
 int32_t visible_blocks(int64_t p, int64_t seq_len, int ratio) {

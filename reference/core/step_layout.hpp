@@ -77,6 +77,21 @@ StepLayout derive_step_layout(const QsaConfig& config, const CacheGeometry& geom
 // is unmapped or beyond the table.
 int64_t paged_slot(const TensorI32& block_table, int req, int64_t p, int page_size);
 
+// The main-cache slot of every id of token_idx that attention reads, by
+// attention's rules (spec section 7): page = id div P, slot = block_table[
+// req, page] * P + id mod P. A column holds -1 where attention reads nothing:
+// the id is -1 or outside [0, seq_len) of the row's request, the column is
+// past the count column's bound, the page is beyond the table's columns, or
+// its entry is -1 or outside [0, num_pages); padding rows (token_to_req -1)
+// are all -1. With count_column the last column is copied unchanged.
+//   token_idx: [T, W]; token_to_req: [T], each in [-1, R); seq_lens: [R];
+//   block_table: [R, max_pages] -> slots: [T, W] (resized when empty)
+// InputError for shapes that disagree, a request out of range, page_size < 1
+// or a cache whose num_pages * page_size slots do not fit int32.
+void token_slots(const TensorI32& token_idx, bool count_column, const std::vector<int32_t>& token_to_req,
+                 const std::vector<int32_t>& seq_lens, const TensorI32& block_table, int page_size,
+                 int64_t num_pages, TensorI32& slots);
+
 int32_t visible_blocks(int64_t p, int64_t seq_len, int ratio);
 
 // Builds the metadata of a simple step for tests and examples: requests with

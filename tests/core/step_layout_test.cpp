@@ -1,16 +1,19 @@
 // derive_step_layout: the per-token layout of spec sections 4 and 10 on the
 // tiny preset (r = 4, P = 16, C = 4, P/r = 4 compressed rows per page), with
 // expected values worked out by hand from the formulas, and every metadata
-// mistake a trace can make rejected with a message that names it.
+// mistake a trace can make rejected with a message that names it; each id's
+// cache slot (token_slots) by hand, against paged_slot, and on bad input.
 #include "reference/core/step_layout.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/core/errors.hpp"
+#include "reference/core/rng.hpp"
 
 namespace qsa {
 namespace {
@@ -258,6 +261,91 @@ TEST(StepLayout, PagedSlotAndVisibleBlocks) {
   EXPECT_EQ(visible_blocks(3, 8, 4), 1);
   EXPECT_EQ(visible_blocks(11, 10, 4), 2);  // capped by L div r
   EXPECT_EQ(visible_blocks(0, 1, 1), 1);
+}
+
+constexpr uint64_t kSlotSeed = 0x5107ULL;
+
+TensorI32 tensor(Shape shape, std::vector<int32_t> values) {
+  TensorI32 t(std::move(shape));
+  t.data = std::move(values);
+  return t;
+}
+
+// Page size 4; request 0 (seq_len 10) on pages {5, -1, 2}, request 1 (seq_len
+// 13, more than its 3 pages hold) on pages {0, 7, 1} of a 7-page cache, so
+// its page 7 is out of range. Row 2 is padding. The last column is the count.
+TEST(TokenSlots, FollowAttentionsRulesByHand) {
+  const TensorI32 table = tensor({2, 3}, {5, -1, 2, 0, 7, 1});
+  const TensorI32 ids = tensor({3, 8}, {1, 4, 9, 10, -1, 8, 2, 6,  //
+                                                   0, 2, 3, 5, 12, -7, 1, 7,  //
+                                                   1, 2, 3, 4, 5, 6, 7, 7});
+  TensorI32 slots;
+  token_slots(ids, true, {0, 1, -1}, {10, 13}, table, 4, 7, slots);
+  const std::vector<int32_t> expected = {
+      // 1: page 0 (5) -> 21; 4: page 1 unmapped; 9: page 2 (2) -> 9; 10 >= seq_len;
+      // -1; 8: page 2 -> 8; column 6 is past the count 6; the count is copied.
+      21, -1, 9, -1, -1, 8, -1, 6,
+      // 0, 2, 3 on page 0 (0); 5 on page 1, whose entry 7 is past the cache;
+      // 12 on page 3, beyond the table; -7; 1; the count.
+      0, 2, 3, -1, -1, -1, 1, 7,
+      // a padding row reads nothing; its count is copied
+      -1, -1, -1, -1, -1, -1, -1, 7};
+  EXPECT_EQ(slots.data, expected);
+  // Without the count column every column holds an id, the last one too.
+  TensorI32 plain;
+  token_slots(ids, false, {0, 1, -1}, {10, 13}, table, 4, 7, plain);
+  EXPECT_EQ(plain.at(0, 6), 22);  // id 2 on page 0 (physical 5)
+  EXPECT_EQ(plain.at(0, 7), -1);  // id 6 on the unmapped page 1
+  EXPECT_EQ(plain.at(1, 7), -1);  // id 7 on page 1 (physical 7, past the cache)
+  EXPECT_EQ(plain.at(2, 7), -1);  // padding
+}
+
+// On random rows (ids of every kind, random tables with unmapped pages), a
+// column's slot is paged_slot's wherever attention reads the id, else -1.
+TEST(TokenSlots, AreThePagedSlotsAttentionReads) {
+  const CounterRng rng(kSlotSeed, "token_slots");
+  uint64_t draws = 0;
+  const auto draw = [&](int lo, int hi) {
+    return static_cast<int32_t>(lo + static_cast<int64_t>(rng.bits(draws++) % static_cast<uint64_t>(hi - lo + 1)));
+  };
+  const int P = 16, R = 3, pages = 6, W = 41;
+  const int64_t T = 9, num_pages = 20;
+  TensorI32 table({R, pages});
+  for (int32_t& e : table.data) e = draw(-1, num_pages - 1);
+  const std::vector<int32_t> lens = {0, 50, 96};
+  std::vector<int32_t> t2r(T);
+  TensorI32 ids({T, W});
+  for (int64_t t = 0; t < T; ++t) {
+    t2r[t] = draw(-1, R - 1);
+    for (int c = 0; c < W; ++c) ids.at(t, c) = draw(-2, 110);
+  }
+  TensorI32 slots;
+  token_slots(ids, false, t2r, lens, table, P, num_pages, slots);
+  int read = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int c = 0; c < W; ++c) {
+      SCOPED_TRACE(testing::Message() << "row " << t << " column " << c << " seed " << kSlotSeed);
+      const int32_t id = ids.at(t, c);
+      const bool attended = t2r[t] >= 0 && id >= 0 && id < lens[t2r[t]];
+      const int64_t slot = attended ? paged_slot(table, t2r[t], id, P) : -1;
+      ASSERT_EQ(slots.at(t, c), slot);
+      read += slot >= 0;
+    }
+  EXPECT_GT(read, 20);  // the draw exercises mapped pages, not only the -1 cases
+}
+
+TEST(TokenSlots, BadInputIsAnInputError) {
+  const TensorI32 table = tensor({1, 2}, {0, 1});
+  const TensorI32 ids = tensor({2, 4}, {0, 1, 2, 3, 0, 1, 2, 3});
+  TensorI32 slots;
+  EXPECT_THROW(token_slots(ids, false, {0}, {8}, table, 4, 2, slots), InputError);         // token_to_req size
+  EXPECT_THROW(token_slots(ids, false, {0, 1}, {8}, table, 4, 2, slots), InputError);      // request 1 of 1
+  EXPECT_THROW(token_slots(ids, false, {0, 0}, {8, 8}, table, 4, 2, slots), InputError);   // table rows
+  EXPECT_THROW(token_slots(ids, false, {0, 0}, {8}, table, 0, 2, slots), InputError);      // page size
+  EXPECT_THROW(token_slots(ids, false, {0, 0}, {8}, table, 1600, int64_t{1} << 21, slots),
+               InputError);  // 2^21 pages of 1600 slots overflow int32
+  TensorI32 wrong({1, 4});
+  EXPECT_THROW(token_slots(ids, false, {0, 0}, {8}, table, 4, 2, wrong), InputError);      // output shape
 }
 
 }  // namespace
