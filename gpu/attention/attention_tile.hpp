@@ -23,6 +23,7 @@ struct KernelArgs {
   const uint16_t* q;
   const uint16_t* gate;
   const int32_t* token_idx;
+  const int32_t* token_slots;  // null, or token_idx's slots (SparseAttentionArgs): the spread kernel's ids
   const int32_t* token_to_req;
   const int32_t* seq_lens;
   const int32_t* block_table;

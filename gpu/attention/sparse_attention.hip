@@ -413,6 +413,7 @@ void launch_sparse_attention(const AttentionParams& p, const GateParams& gp, con
   a.q = args.q;
   a.gate = args.gate;
   a.token_idx = args.token_idx;
+  a.token_slots = args.token_slots;
   a.token_to_req = args.token_to_req;
   a.seq_lens = args.seq_lens;
   a.block_table = args.block_table;

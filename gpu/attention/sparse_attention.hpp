@@ -61,6 +61,13 @@ struct SparseAttentionArgs {
   const uint16_t* q = nullptr;            // [T, H, D] bf16 bits
   const uint16_t* gate = nullptr;         // [T, H, D] bf16 bits
   const int32_t* token_idx = nullptr;     // [T, p.index_width] request-relative ids, -1 padding
+  // Optional: each id's main-cache slot, [T, p.index_width], exactly
+  // reference token_slots of these inputs (reference/expand.hpp; launch_expand
+  // writes it beside the ids; validate_token_slots checks host copies). The
+  // spread kernel then reads it instead of token_idx and block_table: one
+  // array, no table lookup on the way to the first K and V copies
+  // (docs/performance.md, twenty-ninth pass). The other kernels read the ids.
+  const int32_t* token_slots = nullptr;
   const int32_t* token_to_req = nullptr;  // [T], -1 for padding rows
   const int32_t* seq_lens = nullptr;      // [R]
   const int32_t* block_table = nullptr;   // [R, dims.max_pages], -1 = unmapped page

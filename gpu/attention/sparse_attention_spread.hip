@@ -151,24 +151,24 @@ __device__ inline SpBlock sp_block(const KernelArgs& a, int head_dim) {
 
 // L2 prefetches of what the block reads first, issued before it waits for
 // the previous kernel (as the split-K kernel's prefetch_row_start, whose
-// comment says why this is safe), a warp each: the block's ids and the
-// count column; the group's Q rows; the gates of the block's share of the
-// outputs; the row's request, seq_len and block-table row (the first 1024
-// pages: prefetch_row_request).
+// comment says why this is safe), a warp each: the block's ids (or slots)
+// and the count column; the group's Q rows; the gates of the block's share
+// of the outputs; without slots, the row's request, seq_len and block-table
+// row (the first 1024 pages: prefetch_row_request).
 template <int D>
 __device__ void sp_prefetch(const KernelArgs& a, const SpBlock& b) {
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = lane32();
   const int nh = a.heads / a.kv_heads;
   const int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
   if (warp == 0) {
-    const int32_t* ids = a.token_idx + b.row * a.index_width;
+    const int32_t* ids = (a.token_slots != nullptr ? a.token_slots : a.token_idx) + b.row * a.index_width;
     if (lane * 32 < b.nominal_end - b.begin) prefetch_l2(ids + b.begin + lane * 32);  // 32 ids per line
     if (lane == 31 && a.count_column) prefetch_l2(ids + a.index_width - 1);
   } else if (warp == 1) {
     for (int l = lane; l < nh * D / 64; l += 32) prefetch_l2(a.q + out0 + l * 64);  // 64 bf16 per line
   } else if (warp == 2) {
     for (int l = lane; l * 16 < b.quads; l += 32) prefetch_l2(a.gate + out0 + (b.quad0 + l * 16) * 4);
-  } else {
+  } else if (a.token_slots == nullptr) {
     mma::prefetch_row_request(a, b.row, lane);
   }
 }
@@ -243,8 +243,9 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // A guess at the row's request, read before the wait (the previous kernel
   // may still write it) and used after it only to choose which seq_len and
   // table row to load before the request itself lands; the loaded request
-  // decides (row_meta).
-  const int req_guess = threadIdx.x < 32 ? __ldcg(a.token_to_req + b.row) : -1;
+  // decides (row_meta). With slots the kernel reads neither.
+  const bool by_slot = a.token_slots != nullptr;
+  const int req_guess = threadIdx.x < 32 && !by_slot ? __ldcg(a.token_to_req + b.row) : -1;
   wait_for_primary();
   allow_dependent_launch();
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
@@ -259,14 +260,19 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // alone loads the row's metadata and resolves the tile's 32 slots (lane
   // l: column l of the tile) for the others: every block of the launch
   // reads the same request, count, seq_len and table lines, and one warp
-  // per block asks their L2 slice a quarter as often as four would.
+  // per block asks their L2 slice a quarter as often as four would. With
+  // slots (SparseAttentionArgs::token_slots) the chain is the slots alone:
+  // their row holds the count column too, and a column that attends
+  // nothing (a padding row's every column) is -1, so neither the request
+  // nor the table is read.
   const bool meta = warp == 0;
-  const int32_t* row_ids = a.token_idx + b.row * a.index_width;
+  const int32_t* row_ids = (by_slot ? a.token_slots : a.token_idx) + b.row * a.index_width;
+  const int64_t slot_limit = a.num_pages * a.page_size;  // a slot past the cache reads nothing
   int32_t count = 0, id = -1;
   int req = -1;
   if (meta) {
     count = a.count_column ? row_ids[a.index_width - 1] : 0;
-    req = a.token_to_req[b.row];
+    req = by_slot ? -1 : a.token_to_req[b.row];
     const int col = b.begin + lane;
     id = col < b.nominal_end ? row_ids[col] : -1;
   }
@@ -288,11 +294,11 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // The row's counted columns (split_columns' rule).
   int n = a.index_width - (a.count_column ? 1 : 0);
   if (a.count_column) n = max(0, min(count, a.index_width - 1));
-  const bool real = meta && req >= 0 && req < a.num_reqs;  // (only warp 0 uses it)
+  const bool real = meta && (by_slot || (req >= 0 && req < a.num_reqs));  // (only warp 0 uses it)
   // Usually the guess held, and its loads went out a trip to L2 before the
   // request landed.
   if (req != req_guess) row_meta(a, real, req, lane, seq_len, table);
-  const int32_t* table_row = table_row_of(a, real, req);
+  const int32_t* table_row = table_row_of(a, real && !by_slot, req);
   const int end = real ? min(n, b.nominal_end) : b.begin;
   const int tiles = (b.nominal_end - b.begin + kSpTile - 1) / kSpTile;  // uniform over the block
 
@@ -331,15 +337,19 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       // page's entry from the lane that holds it (every lane shuffles), or
       // from memory past the registers' pages.
       const int col = b.begin + t * kSpTile + lane;
-      const int page = page_of(a, id);
-      int32_t phys = -1;
+      if (by_slot) {
+        slot_s[lane] = col < end && id >= 0 && id < slot_limit ? id : -1;
+      } else {
+        const int page = page_of(a, id);
+        int32_t phys = -1;
 #pragma unroll
-      for (int r = 0; r < kTableRegs; ++r) {
-        const int32_t entry = __shfl_sync(0xffffffffu, table[r], page & 31);
-        if ((page >> 5) == r) phys = entry;
+        for (int r = 0; r < kTableRegs; ++r) {
+          const int32_t entry = __shfl_sync(0xffffffffu, table[r], page & 31);
+          if ((page >> 5) == r) phys = entry;
+        }
+        if (page >= 32 * kTableRegs && real) phys = table_row[page];
+        slot_s[lane] = col < end ? static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys)) : -1;
       }
-      if (page >= 32 * kTableRegs && real) phys = table_row[page];
-      slot_s[lane] = col < end ? static_cast<int32_t>(slot_on_page(a, seq_len, id, page, phys)) : -1;
       if (t + 1 < tiles) id = col + kSpTile < b.nominal_end ? row_ids[col + kSpTile] : -1;  // under this tile's work
     }
     __syncthreads();  // the tile's slots

@@ -7,6 +7,7 @@
 
 #include "reference/core/config.hpp"
 #include "reference/core/errors.hpp"
+#include "reference/core/step_layout.hpp"
 
 namespace qsa::gpu {
 
@@ -124,6 +125,26 @@ int sparse_attention_ids_per_split(const AttentionParams& p, const SparseAttenti
   if (dims.num_tokens <= kSplitKMaxRows) return kDefaultIdsPerSplit;
   const int cols = std::max(1, sparse_attention_columns(p));
   return (cols + kSparseAttentionSplitGrain - 1) / kSparseAttentionSplitGrain * kSparseAttentionSplitGrain;
+}
+
+void validate_token_slots(const AttentionParams& p, const KvCacheParams& kv, const TensorI32& token_idx,
+                          const std::vector<int32_t>& token_to_req, const std::vector<int32_t>& seq_lens,
+                          const TensorI32& block_table, const TensorI32& token_slots) {
+  require_shape(token_slots, token_idx.shape, "token_slots");
+  TensorI32 expected;
+  qsa::token_slots(token_idx, p.count_column, token_to_req, seq_lens, block_table, p.page_size, kv.num_pages,
+                   expected);
+  const int64_t W = token_idx.dim(1);
+  for (size_t i = 0; i < expected.data.size(); ++i)
+    if (token_slots.data[i] != expected.data[i]) {
+      const int64_t row = static_cast<int64_t>(i) / W, col = static_cast<int64_t>(i) % W;
+      throw InputError(fmt::format("token_slots[{}, {}] is {}, but token id {} of that row {} (reference "
+                                   "token_slots: the slot attention reads, or -1 where it reads none)",
+                                   row, col, token_slots.data[i], token_idx.data[i],
+                                   p.count_column && col == W - 1
+                                       ? fmt::format("is the count column, {}", expected.data[i])
+                                       : fmt::format("gives slot {}", expected.data[i])));
+    }
 }
 
 }  // namespace qsa::gpu

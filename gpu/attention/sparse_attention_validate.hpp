@@ -48,6 +48,15 @@ SparseAttentionDims validate_sparse_attention(const AttentionParams& p, const Kv
                                               const std::vector<int32_t>& seq_lens, const TensorI32& block_table,
                                               TokenIdCheck ids = TokenIdCheck::kLenient);
 
+// Checks host copies of SparseAttentionArgs::token_slots ([T, p.index_width])
+// against the slots reference token_slots derives from the inputs above
+// (reference/core/step_layout.hpp): a kernel that reads slots instead of ids
+// must attend exactly what the ids say. Call after validate_sparse_attention.
+// InputError naming the row, the column, the slot given and the one expected.
+void validate_token_slots(const AttentionParams& p, const KvCacheParams& kv, const TensorI32& token_idx,
+                          const std::vector<int32_t>& token_to_req, const std::vector<int32_t>& seq_lens,
+                          const TensorI32& block_table, const TensorI32& token_slots);
+
 // Split-K: a row's counted columns are cut into chunks of ids_per_split
 // (a positive multiple of kSparseAttentionSplitGrain) handled by separate
 // blocks and merged by log-sum-exp. One chunk means no merge and no

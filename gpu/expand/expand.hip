@@ -14,6 +14,7 @@ struct ExpandArgs {
   const int32_t* block_ids;
   const int64_t* pos;
   int32_t* token_idx;
+  ExpandSlots slots;  // slots.token_slots null: ids only
 };
 
 // One block per row: the threads first agree on the length of the valid
@@ -43,6 +44,16 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
   const int64_t t_start = p >= 0 ? ((p + 1) / r) * r : 0;
   const int n_tail = p >= 0 ? static_cast<int>(p + 1 - t_start) : 0;
   int32_t* out = a.token_idx + t * a.width;
+  // The row's request and seq_len for the slots (a request out of range, as
+  // a padding row's -1, attends nothing: seq_len 0).
+  const ExpandSlots& sl = a.slots;
+  int32_t* slots_out = sl.token_slots != nullptr ? sl.token_slots + t * a.width : nullptr;
+  int req = -1;
+  int64_t seq_len = 0;
+  if (slots_out != nullptr) {
+    req = sl.token_to_req[t];
+    if (req >= 0 && req < sl.num_reqs) seq_len = sl.seq_lens[req];
+  }
   for (int c = tid; c < a.width; c += static_cast<int>(blockDim.x)) {
     int32_t v = -1;
     if (c < n_exp) {
@@ -54,13 +65,25 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
     // two branches above off it.
     if (a.count_column && c == a.width - 1) v = n_exp + n_tail;
     out[c] = v;
+    if (slots_out != nullptr) {
+      // Attention's rules (reference token_slots): ids in [0, seq_len) on a
+      // mapped page of the table, within the cache; the count copied.
+      int32_t slot = -1;
+      const int page = v >= 0 ? v / sl.page_size : -1;
+      if (v >= 0 && v < seq_len && page < sl.max_pages) {
+        const int32_t phys = sl.block_table[static_cast<int64_t>(req) * sl.max_pages + page];
+        if (phys >= 0 && phys < sl.num_pages) slot = phys * sl.page_size + (v - page * sl.page_size);
+      }
+      if (a.count_column && c == a.width - 1) slot = v;
+      slots_out[c] = slot;
+    }
   }
 }
 
 }  // namespace
 
 void launch_expand(const ExpandParams& p, int64_t num_tokens, const int32_t* block_ids, const int64_t* pos,
-                   int32_t* token_idx, hipStream_t stream) {
+                   int32_t* token_idx, hipStream_t stream, const ExpandSlots* slots) {
   if (p.ratio < 1 || p.budget < p.ratio || p.budget % p.ratio != 0)
     throw ConfigError("gpu expand: need r >= 1 and a budget K that is a positive multiple of r");
   if (num_tokens < 0 || num_tokens > 0x7fffffff)
@@ -68,7 +91,19 @@ void launch_expand(const ExpandParams& p, int64_t num_tokens, const int32_t* blo
   if (num_tokens == 0) return;
   if (pos == nullptr || token_idx == nullptr || (p.budget / p.ratio > 0 && block_ids == nullptr))
     throw InputError("gpu expand: a device pointer is null");
-  const ExpandArgs args{p.ratio, p.budget / p.ratio, p.width(), p.count_column, block_ids, pos, token_idx};
+  ExpandArgs args{p.ratio, p.budget / p.ratio, p.width(), p.count_column, block_ids, pos, token_idx, ExpandSlots{}};
+  if (slots != nullptr) {
+    if (slots->page_size < 1 || slots->num_pages < 0 || slots->num_pages > 0x7fffffff / slots->page_size)
+      throw ConfigError("gpu expand: the slots of " + std::to_string(slots->num_pages) + " pages of " +
+                        std::to_string(slots->page_size) + " tokens do not fit int32 (or the page size is below 1)");
+    if (slots->num_reqs < 0 || slots->max_pages < 0)
+      throw InputError("gpu expand: negative request or page counts for the slots");
+    if (slots->token_to_req == nullptr || slots->token_slots == nullptr ||
+        (slots->num_reqs > 0 && slots->seq_lens == nullptr) ||
+        (slots->num_reqs > 0 && slots->max_pages > 0 && slots->block_table == nullptr))
+      throw InputError("gpu expand: a device pointer of the slots is null");
+    args.slots = *slots;
+  }
   expand_kernel<<<static_cast<unsigned>(num_tokens), kExpandThreads, 0, stream>>>(args);
   QSA_GPU_CHECK_LAUNCH();
 }

@@ -5,6 +5,10 @@
 //    that see no block (V = 0), empty selections, junk after the first -1
 //    (ignored, as the reference ignores it) and padding rows; every output
 //    element is written (outputs are poisoned first);
+//  - with the slots written beside the ids (gpu::ExpandSlots), every slot
+//    equals reference token_slots over the same sweep, on random block
+//    tables with unmapped pages, entries past the cache, rows past their
+//    request's seq_len, pages past the table and padding rows;
 //  - the spec's worked example;
 //  - validate_expand accepts what the reference accepts and rejects, naming
 //    row and slot, what it rejects.
@@ -21,6 +25,7 @@
 #include "gpu/common/device_buffer.hpp"
 #include "gpu/common/poison.hpp"
 #include "reference/core/rng.hpp"
+#include "reference/core/step_layout.hpp"
 #include "reference/expand.hpp"
 #include "tests/test_support.hpp"
 
@@ -107,6 +112,114 @@ TEST_P(GpuExpand, MatchesReferenceExactly) {
         ADD_FAILURE() << "row " << t << " (pos " << rows.pos[t] << ") column " << col << ": gpu "
                       << got.at(t, col) << (got.at(t, col) == static_cast<int32_t>(gpu::kPoisonId) ? " (never written)" : "")
                       << ", reference " << want.at(t, col);
+}
+
+// The attention's metadata for the rows: R requests (row t takes request
+// t mod R, padding rows -1), seq_lens that sometimes fall short of a row's
+// position, a table of page size 16 with unmapped entries and entries past
+// the cache's num_pages, and fewer columns than the longest row needs.
+struct SlotMeta {
+  std::vector<int32_t> token_to_req, seq_lens;
+  TensorI32 table;
+  int page_size = 16;
+  int64_t num_pages = 0;
+};
+
+SlotMeta random_meta(const Rows& rows, int64_t padding, uint64_t seed) {
+  const CounterRng rng(seed, "gpu.expand.slots");
+  uint64_t draw = 0;
+  auto uniform = [&](int64_t n) { return static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(n)); };
+  const auto T = static_cast<int64_t>(rows.pos.size());
+  const int R = 3;
+  SlotMeta m;
+  m.token_to_req.assign(static_cast<size_t>(T), -1);
+  m.seq_lens.assign(R, 1);
+  for (int64_t t = 0; t < T - padding; ++t) {
+    m.token_to_req[t] = static_cast<int32_t>(t % R);
+    int32_t& len = m.seq_lens[t % R];
+    len = std::max<int32_t>(len, static_cast<int32_t>(rows.pos[t] + 1));
+  }
+  m.seq_lens[1] = std::max<int32_t>(1, m.seq_lens[1] / 2);  // request 1's later rows read past its seq_len
+  int64_t longest = 1;
+  for (int32_t len : m.seq_lens) longest = std::max<int64_t>(longest, len);
+  const int max_pages = static_cast<int>(std::max<int64_t>(1, (longest + m.page_size - 1) / m.page_size - 1));
+  m.num_pages = 3 * max_pages;
+  m.table = TensorI32({R, max_pages});
+  for (int32_t& e : m.table.data) {
+    const int64_t u = uniform(10);
+    e = u == 0 ? -1 : u == 1 ? static_cast<int32_t>(m.num_pages + uniform(5)) : static_cast<int32_t>(uniform(m.num_pages));
+  }
+  return m;
+}
+
+TEST_P(GpuExpand, SlotsMatchReferenceExactly) {
+  const ExpandCase& c = GetParam();
+  const ExpandParams p{c.ratio, c.budget, c.count};
+  const uint64_t seed = kSeed ^ stream_id(case_name(c) + ".slots");
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  const int64_t T = 40, padding = 3;
+  const Rows rows = random_rows(p, T, padding, seed);
+  const SlotMeta m = random_meta(rows, padding, seed);
+  TensorI32 ids, want;
+  expand_rows(p, rows.block_ids, rows.pos, ids);
+  token_slots(ids, p.count_column, m.token_to_req, m.seq_lens, m.table, m.page_size, m.num_pages, want);
+
+  DeviceBuffer<int32_t> d_blocks(rows.block_ids.data), d_t2r(m.token_to_req), d_lens(m.seq_lens),
+      d_table(m.table.data);
+  DeviceBuffer<int64_t> d_pos(rows.pos);
+  DeviceBuffer<int32_t> d_ids(static_cast<size_t>(T * p.width())), d_slots(static_cast<size_t>(T * p.width()));
+  d_ids.poison(gpu::kPoisonId);
+  d_slots.poison(gpu::kPoisonId);
+  gpu::ExpandSlots sl;
+  sl.token_to_req = d_t2r.get();
+  sl.seq_lens = d_lens.get();
+  sl.block_table = d_table.get();
+  sl.num_reqs = static_cast<int>(m.seq_lens.size());
+  sl.max_pages = static_cast<int>(m.table.dim(1));
+  sl.page_size = m.page_size;
+  sl.num_pages = m.num_pages;
+  sl.token_slots = d_slots.get();
+  gpu::launch_expand(p, T, d_blocks.get(), d_pos.get(), d_ids.get(), nullptr, &sl);
+  ASSERT_EQ(d_ids.download(), ids.data) << "the ids change when the slots are written too";
+  const std::vector<int32_t> got = d_slots.download();
+  int failures = 0, mapped = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    mapped += want.data[i] >= 0;
+    if (got[i] != want.data[i] && failures++ < 10)
+      ADD_FAILURE() << "row " << i / p.width() << " column " << i % p.width() << " (id " << ids.data[i] << "): gpu "
+                    << got[i] << (got[i] == static_cast<int32_t>(gpu::kPoisonId) ? " (never written)" : "")
+                    << ", reference " << want.data[i];
+  }
+  EXPECT_GT(mapped, 0) << "no column maps to a slot: the case tests only the -1 rules";
+}
+
+TEST(GpuExpandSlots, BadSlotArgumentsAreRejected) {
+  const ExpandParams p{4, 16, false};
+  DeviceBuffer<int32_t> blocks(std::vector<int32_t>{0, -1, -1, -1}), t2r(std::vector<int32_t>{0}),
+      lens(std::vector<int32_t>{8}), table(std::vector<int32_t>{0}), ids(19), slots(19);  // width K + r - 1
+  DeviceBuffer<int64_t> pos(std::vector<int64_t>{7});
+  gpu::ExpandSlots sl;
+  sl.token_to_req = t2r.get();
+  sl.seq_lens = lens.get();
+  sl.block_table = table.get();
+  sl.num_reqs = 1;
+  sl.max_pages = 1;
+  sl.page_size = 16;
+  sl.num_pages = 1;
+  sl.token_slots = slots.get();
+  EXPECT_NO_THROW(gpu::launch_expand(p, 1, blocks.get(), pos.get(), ids.get(), nullptr, &sl));
+  gpu::ExpandSlots bad = sl;
+  bad.token_slots = nullptr;
+  EXPECT_THROW(gpu::launch_expand(p, 1, blocks.get(), pos.get(), ids.get(), nullptr, &bad), InputError);
+  bad = sl;
+  bad.page_size = 0;
+  EXPECT_THROW(gpu::launch_expand(p, 1, blocks.get(), pos.get(), ids.get(), nullptr, &bad), ConfigError);
+  bad = sl;
+  bad.num_pages = int64_t{1} << 28;  // 2^28 pages of 16 slots overflow int32
+  EXPECT_THROW(gpu::launch_expand(p, 1, blocks.get(), pos.get(), ids.get(), nullptr, &bad), ConfigError);
+  bad = sl;
+  bad.max_pages = -1;
+  EXPECT_THROW(gpu::launch_expand(p, 1, blocks.get(), pos.get(), ids.get(), nullptr, &bad), InputError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, GpuExpand,

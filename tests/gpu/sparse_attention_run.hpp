@@ -18,6 +18,7 @@
 #include "gpu/common/bf16.hpp"
 #include "gpu/common/device_buffer.hpp"
 #include "gpu/common/poison.hpp"
+#include "reference/core/step_layout.hpp"
 #include "tests/gpu/sparse_attention_case.hpp"
 #include "tests/tolerances.hpp"
 
@@ -91,12 +92,22 @@ enum class Repeat { kPoisoned, kStale, kGraph };
 // allocations' starts (off the 8- and 16-byte boundaries of vector access).
 // With launches > 1 the launch repeats as `repeat` says. A non-empty
 // before_launches runs once every buffer is uploaded and poisoned (with no
-// device-wide synchronisation left before the launches).
+// device-wide synchronisation left before the launches). With slots the
+// launch also gets each id's cache slot (SparseAttentionArgs::token_slots,
+// reference token_slots of the case, checked by validate_token_slots).
 inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const gpu::SparseAttentionPrefillPlan* plan,
                                int ids_per_split = gpu::kDefaultIdsPerSplit, bool misaligned_io = false,
                                int launches = 1, Repeat repeat = Repeat::kPoisoned,
-                               const std::function<void()>& before_launches = {}) {
+                               const std::function<void()>& before_launches = {}, bool slots = false) {
   const gpu::SparseAttentionDims dims = validate_case(c);
+  TensorI32 slot_ids;
+  if (slots) {
+    token_slots(c.token_idx, c.params.count_column, c.layout.token_to_req, c.layout.seq_lens, c.layout.block_table,
+                c.params.page_size, c.kv_params.num_pages, slot_ids);
+    gpu::validate_token_slots(c.params, c.kv_params, c.token_idx, c.layout.token_to_req, c.layout.seq_lens,
+                              c.layout.block_table, slot_ids);
+  }
+  gpu::DeviceBuffer<int32_t> slot_buf(slot_ids.data);
   const bool fp8 = c.kv_params.dtype == KvDtype::kFp8;
   const size_t pad = misaligned_io ? 1 : 0;
   std::vector<uint16_t> gate_bits = bf16_bits_of(c.gate);
@@ -132,6 +143,7 @@ inline GpuOutputs run_gpu_path(const AttnCase& c, gpu::AttentionPath path, const
   a.q = q.get();
   a.gate = gate.get() + pad;
   a.token_idx = idx.get();
+  a.token_slots = slots ? slot_buf.get() : nullptr;
   a.token_to_req = t2r.get();
   a.seq_lens = lens.get();
   a.block_table = table.get();

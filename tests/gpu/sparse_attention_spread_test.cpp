@@ -5,7 +5,8 @@
 //  - sweep: D {64, 128, 256} x G {1, 2} x H/G {1, 12, 16} x ids {37,
 //    2051} x count column off/on, and one row of one id, engine profile
 //    (bf16 P), bf16 cache: the bounds of tests/tolerances.hpp, every output
-//    written (poisoned first);
+//    written (poisoned first); the same launch given each id's cache slot
+//    (SparseAttentionArgs::token_slots) gives the same bits;
 //  - Q past f16's range both ways, bf16 logits and sigmoid;
 //  - one decode row: kAuto takes this kernel (the same bits), 65 blocks per
 //    KV group on an H200-class device, merged after their barrier; rows of
@@ -65,8 +66,14 @@ TEST_P(GpuSparseAttentionSpread, MatchesReference) {
   SCOPED_TRACE(testing::Message() << "seed " << seed << " (override: QSA_TEST_SEED)");
   const gpu_test::AttnCase c = gpu_test::make_attn_case(s, seed);
   if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
-  gpu_test::expect_matches_reference(
-      c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kSpreadIdsPerBlock));
+  const gpu_test::GpuOutputs by_id =
+      gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr, gpu::kSpreadIdsPerBlock);
+  gpu_test::expect_matches_reference(c, by_id);
+  // With slots the kernel reads neither the request nor the table (the case's
+  // padding row, unmapped page and invalid ids come as -1 slots).
+  gpu_test::expect_same_bits(by_id, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr,
+                                                           gpu::kSpreadIdsPerBlock, false, 1,
+                                                           gpu_test::Repeat::kPoisoned, {}, true));
 }
 
 // The sweep's cases have several rows, so their workspace (sized for splits
@@ -150,6 +157,10 @@ TEST(GpuSparseAttentionSpreadRow, OneRowTakesTheSpreadKernel) {
   const gpu_test::GpuOutputs spread = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
   gpu_test::expect_matches_reference(c, spread);
   gpu_test::expect_same_bits(spread, gpu_test::run_gpu(c));
+  // Given the slots (as the step's expand writes them), kAuto's launch too.
+  gpu_test::expect_same_bits(spread, gpu_test::run_gpu_path(c, AttentionPath::kAuto, nullptr,
+                                                            gpu::kDefaultIdsPerSplit, false, 1,
+                                                            gpu_test::Repeat::kPoisoned, {}, true));
   // Deterministic: a second run gives the same bits.
   gpu_test::expect_same_bits(spread, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
   gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSplitK, nullptr));
@@ -174,7 +185,11 @@ TEST(GpuSparseAttentionSpreadRow, PagesPastTheRegisterTable) {
   SCOPED_TRACE(testing::Message() << "seed " << seed << " (QSA_TEST_SEED), " << gpu_test::spec_name(c.spec));
   ASSERT_GT(c.layout.block_table.shape[1], 128);
   if (!spread_runs(c)) GTEST_SKIP() << "the spread kernel does not run this case here";
-  gpu_test::expect_matches_reference(c, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr));
+  const gpu_test::GpuOutputs by_id = gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr);
+  gpu_test::expect_matches_reference(c, by_id);
+  gpu_test::expect_same_bits(by_id, gpu_test::run_gpu_path(c, AttentionPath::kDecodeSpread, nullptr,
+                                                           gpu::kDefaultIdsPerSplit, false, 1,
+                                                           gpu_test::Repeat::kPoisoned, {}, true));
 }
 
 // 200 launches on one stream, the workspace NaN before each: every one

@@ -6,14 +6,19 @@
 //  - lenient mode accepts any id (the reference ignores ids outside [0, L)),
 //    strict mode rejects ids outside [-1, L), non -1 ids in padding rows and
 //    a count column outside [0, width - 1], naming row and column;
+//  - validate_token_slots accepts reference token_slots and rejects a slot
+//    that differs (an id's, a -1's, the count column's), naming row and
+//    column, and slots of another shape;
 //  - unsupported configurations are ConfigErrors, contradictory params
 //    InputErrors; the launcher rejects a short or misaligned workspace and bad split sizes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "gpu/attention/sparse_attention.hpp"
 #include "gpu/common/device_buffer.hpp"
+#include "reference/core/step_layout.hpp"
 #include "tests/gpu/sparse_attention_case.hpp"
 #include "tests/test_support.hpp"
 
@@ -67,6 +72,43 @@ TEST(GpuSparseAttentionValidate, RejectsBadStepMetadata) {
   c = small_case();
   c.token_idx = TensorI32({c.layout.num_tokens, c.params.index_width + 1}, -1);
   expect_input_error([&] { validate(c); }, "token_idx");
+}
+
+TEST(GpuSparseAttentionValidate, TokenSlotsMustBeTheReferencesSlots) {
+  for (bool count : {false, true}) {
+    SCOPED_TRACE(count ? "count column" : "no count column");
+    const gpu_test::AttnCase c = small_case(count);
+    ASSERT_NO_THROW(validate(c));
+    TensorI32 slots;
+    token_slots(c.token_idx, count, c.layout.token_to_req, c.layout.seq_lens, c.layout.block_table,
+                c.params.page_size, c.kv_params.num_pages, slots);
+    const auto check = [&](const TensorI32& s) {
+      gpu::validate_token_slots(c.params, c.kv_params, c.token_idx, c.layout.token_to_req, c.layout.seq_lens,
+                                c.layout.block_table, s);
+    };
+    EXPECT_NO_THROW(check(slots));
+    int64_t mapped = -1, dead = -1;  // a column with a slot, and one attention skips
+    const int64_t W = slots.dim(1), ids = W - (count ? 1 : 0);
+    for (int64_t i = 0; i < static_cast<int64_t>(slots.data.size()); ++i) {
+      if (i % W >= ids) continue;
+      if (slots.data[i] >= 0 && mapped < 0) mapped = i;
+      if (slots.data[i] < 0 && dead < 0) dead = i;
+    }
+    ASSERT_GE(mapped, 0);
+    ASSERT_GE(dead, 0);
+    TensorI32 bad = slots;
+    bad.data[mapped] += 1;  // the next slot of the same page: another token's K and V
+    expect_input_error([&] { check(bad); }, fmt::format("token_slots[{}, {}]", mapped / W, mapped % W));
+    bad = slots;
+    bad.data[dead] = 0;  // a slot where attention reads nothing
+    expect_input_error([&] { check(bad); }, fmt::format("token_slots[{}, {}] is 0", dead / W, dead % W));
+    if (count) {
+      bad = slots;
+      bad.at(0, W - 1) += 1;
+      expect_input_error([&] { check(bad); }, "count column");
+    }
+    expect_input_error([&] { check(TensorI32({slots.dim(0), W + 1})); }, "token_slots");
+  }
 }
 
 TEST(GpuSparseAttentionValidate, LenientAcceptsWhatTheReferenceIgnoresStrictRejectsIt) {
