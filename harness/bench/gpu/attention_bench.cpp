@@ -4,13 +4,18 @@
 // the decode path at decode shapes (kAuto's kernel; /split_kernel and
 // /spread_kernel force one of the two tensor-core ones at 1 and 8 rows), the prefill path at prefill
 // shapes with its host-built plan (not timed; its arrays are not in the
-// cost model's minimal bytes). The label names the path.
+// cost model's minimal bytes). The label names the path. The decode path
+// gets each id's cache slot beside the ids (SparseAttentionArgs::
+// token_slots), as the step driver's expand writes them; /ids_only at 1
+// and 8 rows gives it the ids alone (the spread kernel then resolves each
+// id through the block table: docs/performance.md, twenty-ninth pass).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "gpu/attention/sparse_attention.hpp"
 #include "gpu/attention/sparse_attention_validate.hpp"
+#include "reference/core/step_layout.hpp"
 #include "harness/bench/batch_metadata.hpp"
 #include "harness/bench/gpu/bench_registry.hpp"
 #include "harness/bench/gpu/device_slab.hpp"
@@ -33,7 +38,7 @@ struct DevicePlan {
 // step driver's policy: one split above 128 rows, whose workspace would not
 // fit at the default's splits of 8192 rows) instead of the default.
 void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dtype, gpu::AttentionPath path,
-                     bool caller_splits = false) {
+                     bool caller_splits = false, bool ids_only = false) {
   const GpuEnv& env = gpu_env();
   QsaConfig c = bench_config();
   c.kv_dtype = dtype;
@@ -57,7 +62,8 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
                                        env.seed);
   const KvCacheParams kv = make_kv_cache_params(c, pool.pages);
 
-  Slab<int32_t> idx, t2r, lens, table;
+  const bool with_slots = !gpu::is_prefill_path(path) && !ids_only;
+  Slab<int32_t> idx, t2r, lens, table, slots;
   gpu::SparseAttentionDims dims;
   std::vector<DevicePlan> plans;
   double reuse = 0.0;  // the first set's plan: attended (row, id) pairs per entry loaded
@@ -75,11 +81,19 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
                        plan.rows_per_tile});
     }
     idx.add(m.token_idx.data);
+    if (with_slots) {
+      TensorI32 s;
+      token_slots(m.token_idx, p.count_column, m.token_to_req, m.seq_lens, m.block_table, p.page_size, kv.num_pages,
+                  s);
+      gpu::validate_token_slots(p, kv, m.token_idx, m.token_to_req, m.seq_lens, m.block_table, s);
+      slots.add(s.data);
+    }
     t2r.add(m.token_to_req);
     lens.add(m.seq_lens);
     table.add(m.block_table.data);
   }
   idx.upload();
+  if (with_slots) slots.upload();
   t2r.upload();
   lens.upload();
   table.upload();
@@ -112,6 +126,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
     a.q = q.at(k);
     a.gate = gate.at(k);
     a.token_idx = idx.at(k);
+    a.token_slots = with_slots ? slots.at(k) : nullptr;
     a.token_to_req = t2r.at(k);
     a.seq_lens = lens.at(k);
     a.block_table = table.at(k);
@@ -146,10 +161,10 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
 }
 
 void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path, const std::string& suffix = "",
-         bool caller_splits = false) {
+         bool caller_splits = false, bool ids_only = false) {
   register_gpu_benchmark("attention/" + s.name + "/" + dtype_name(dtype) + suffix,
-                         [shape = s.shape, dtype, path, caller_splits](benchmark::State& st) {
-                           guarded(st, [&] { bench_attention(st, shape, dtype, path, caller_splits); });
+                         [shape = s.shape, dtype, path, caller_splits, ids_only](benchmark::State& st) {
+                           guarded(st, [&] { bench_attention(st, shape, dtype, path, caller_splits, ids_only); });
                          });
 }
 
@@ -171,6 +186,7 @@ void register_attention_benchmarks() {
     if (s.shape.rows() <= 8) {
       add(s, KvDtype::kBf16, gpu::AttentionPath::kDecodeSplitK, "/split_kernel");
       add(s, KvDtype::kBf16, gpu::AttentionPath::kDecodeSpread, "/spread_kernel");
+      add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/ids_only", false, true);
     }
   // The prefill path without the Hopper kernel (its sm_80 tensor-core
   // kernel on an H200): what the wgmma kernel gains over it.
