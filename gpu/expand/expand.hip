@@ -5,6 +5,13 @@ namespace qsa::gpu {
 namespace {
 
 constexpr int kExpandThreads = 128;
+// Block-table entries of a row's request held in shared memory for the
+// slots (pages of later columns are looked up in memory): a lookup per
+// column in memory waits for a round trip in every iteration of a thread's
+// column loop (expand at one row: 5.0 -> 9.5 us; docs/performance.md,
+// twenty-ninth pass).
+constexpr int kExpandTablePages = 512;
+static_assert(kExpandTablePages % kExpandThreads == 0, "whole entries per thread");
 
 struct ExpandArgs {
   int ratio;
@@ -23,10 +30,29 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
   const int64_t t = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
   __shared__ int first_free;
+  __shared__ int32_t table_s[kExpandTablePages];
   if (tid == 0) first_free = a.blocks_budget;
   __syncthreads();
 
   const int64_t p = a.pos[t];
+  // For the slots: the row's request, its seq_len (a request out of range,
+  // as a padding row's -1, attends nothing: seq_len 0) and its first table
+  // entries, loaded into registers before the search for the first -1 below
+  // so that both round trips overlap.
+  const ExpandSlots& sl = a.slots;
+  int32_t* slots_out = sl.token_slots != nullptr ? sl.token_slots + t * a.width : nullptr;
+  const int req = slots_out != nullptr ? sl.token_to_req[t] : -1;
+  const bool mapped = req >= 0 && req < sl.num_reqs;
+  const int held = mapped ? min(sl.max_pages, kExpandTablePages) : 0;
+  const int64_t seq_len = mapped ? sl.seq_lens[req] : 0;
+  constexpr int kEntries = kExpandTablePages / kExpandThreads;
+  int32_t entry[kEntries];
+#pragma unroll
+  for (int k = 0; k < kEntries; ++k) {
+    const int i = tid + k * kExpandThreads;
+    entry[k] = i < held ? sl.block_table[static_cast<int64_t>(req) * sl.max_pages + i] : -1;
+  }
+
   const int32_t* blocks = a.block_ids + t * a.blocks_budget;
   if (p >= 0) {
     // Each thread finds the first -1 of its strided share; the smallest of
@@ -37,6 +63,9 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
         break;
       }
   }
+#pragma unroll
+  for (int k = 0; k < kEntries; ++k)
+    if (tid + k * kExpandThreads < held) table_s[tid + k * kExpandThreads] = entry[k];
   __syncthreads();
 
   const int r = a.ratio;
@@ -44,16 +73,6 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
   const int64_t t_start = p >= 0 ? ((p + 1) / r) * r : 0;
   const int n_tail = p >= 0 ? static_cast<int>(p + 1 - t_start) : 0;
   int32_t* out = a.token_idx + t * a.width;
-  // The row's request and seq_len for the slots (a request out of range, as
-  // a padding row's -1, attends nothing: seq_len 0).
-  const ExpandSlots& sl = a.slots;
-  int32_t* slots_out = sl.token_slots != nullptr ? sl.token_slots + t * a.width : nullptr;
-  int req = -1;
-  int64_t seq_len = 0;
-  if (slots_out != nullptr) {
-    req = sl.token_to_req[t];
-    if (req >= 0 && req < sl.num_reqs) seq_len = sl.seq_lens[req];
-  }
   for (int c = tid; c < a.width; c += static_cast<int>(blockDim.x)) {
     int32_t v = -1;
     if (c < n_exp) {
@@ -71,7 +90,8 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
       int32_t slot = -1;
       const int page = v >= 0 ? v / sl.page_size : -1;
       if (v >= 0 && v < seq_len && page < sl.max_pages) {
-        const int32_t phys = sl.block_table[static_cast<int64_t>(req) * sl.max_pages + page];
+        const int32_t phys =
+            page < kExpandTablePages ? table_s[page] : sl.block_table[static_cast<int64_t>(req) * sl.max_pages + page];
         if (phys >= 0 && phys < sl.num_pages) slot = phys * sl.page_size + (v - page * sl.page_size);
       }
       if (a.count_column && c == a.width - 1) slot = v;
