@@ -21,16 +21,18 @@ struct ExpandArgs {
   const int32_t* block_ids;
   const int64_t* pos;
   int32_t* token_idx;
-  ExpandSlots slots;  // slots.token_slots null: ids only
 };
 
 // One block per row: the threads first agree on the length of the valid
-// prefix (the first -1), then write the row's columns.
-__global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
+// prefix (the first -1), then write the row's columns. kSlots: each id's
+// cache slot too (sl); without it the kernel is the ids-only one, compiled
+// apart so that the slots' loads cost it nothing (twenty-ninth pass: a
+// kernel for both took 0.3 us more at one row without slots).
+template <bool kSlots>
+__global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, ExpandSlots sl) {
   const int64_t t = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
   __shared__ int first_free;
-  __shared__ int32_t table_s[kExpandTablePages];
   if (tid == 0) first_free = a.blocks_budget;
   __syncthreads();
 
@@ -39,18 +41,20 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
   // as a padding row's -1, attends nothing: seq_len 0) and its first table
   // entries, loaded into registers before the search for the first -1 below
   // so that both round trips overlap.
-  const ExpandSlots& sl = a.slots;
-  int32_t* slots_out = sl.token_slots != nullptr ? sl.token_slots + t * a.width : nullptr;
-  const int req = slots_out != nullptr ? sl.token_to_req[t] : -1;
-  const bool mapped = req >= 0 && req < sl.num_reqs;
-  const int held = mapped ? min(sl.max_pages, kExpandTablePages) : 0;
-  const int64_t seq_len = mapped ? sl.seq_lens[req] : 0;
-  constexpr int kEntries = kExpandTablePages / kExpandThreads;
+  constexpr int kEntries = kSlots ? kExpandTablePages / kExpandThreads : 1;
+  int req = -1, held = 0;
+  int64_t seq_len = 0;
   int32_t entry[kEntries];
+  if constexpr (kSlots) {
+    req = sl.token_to_req[t];
+    const bool mapped = req >= 0 && req < sl.num_reqs;
+    held = mapped ? min(sl.max_pages, kExpandTablePages) : 0;
+    seq_len = mapped ? sl.seq_lens[req] : 0;
 #pragma unroll
-  for (int k = 0; k < kEntries; ++k) {
-    const int i = tid + k * kExpandThreads;
-    entry[k] = i < held ? sl.block_table[static_cast<int64_t>(req) * sl.max_pages + i] : -1;
+    for (int k = 0; k < kEntries; ++k) {
+      const int i = tid + k * kExpandThreads;
+      entry[k] = i < held ? sl.block_table[static_cast<int64_t>(req) * sl.max_pages + i] : -1;
+    }
   }
 
   const int32_t* blocks = a.block_ids + t * a.blocks_budget;
@@ -63,9 +67,12 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
         break;
       }
   }
+  __shared__ int32_t table_s[kSlots ? kExpandTablePages : 1];
+  if constexpr (kSlots) {
 #pragma unroll
-  for (int k = 0; k < kEntries; ++k)
-    if (tid + k * kExpandThreads < held) table_s[tid + k * kExpandThreads] = entry[k];
+    for (int k = 0; k < kEntries; ++k)
+      if (tid + k * kExpandThreads < held) table_s[tid + k * kExpandThreads] = entry[k];
+  }
   __syncthreads();
 
   const int r = a.ratio;
@@ -84,7 +91,7 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
     // two branches above off it.
     if (a.count_column && c == a.width - 1) v = n_exp + n_tail;
     out[c] = v;
-    if (slots_out != nullptr) {
+    if constexpr (kSlots) {
       // Attention's rules (reference token_slots): ids in [0, seq_len) on a
       // mapped page of the table, within the cache; the count copied.
       int32_t slot = -1;
@@ -95,7 +102,7 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a) {
         if (phys >= 0 && phys < sl.num_pages) slot = phys * sl.page_size + (v - page * sl.page_size);
       }
       if (a.count_column && c == a.width - 1) slot = v;
-      slots_out[c] = slot;
+      sl.token_slots[t * a.width + c] = slot;
     }
   }
 }
@@ -111,7 +118,7 @@ void launch_expand(const ExpandParams& p, int64_t num_tokens, const int32_t* blo
   if (num_tokens == 0) return;
   if (pos == nullptr || token_idx == nullptr || (p.budget / p.ratio > 0 && block_ids == nullptr))
     throw InputError("gpu expand: a device pointer is null");
-  ExpandArgs args{p.ratio, p.budget / p.ratio, p.width(), p.count_column, block_ids, pos, token_idx, ExpandSlots{}};
+  const ExpandArgs args{p.ratio, p.budget / p.ratio, p.width(), p.count_column, block_ids, pos, token_idx};
   if (slots != nullptr) {
     if (slots->page_size < 1 || slots->num_pages < 0 || slots->num_pages > 0x7fffffff / slots->page_size)
       throw ConfigError("gpu expand: the slots of " + std::to_string(slots->num_pages) + " pages of " +
@@ -122,9 +129,10 @@ void launch_expand(const ExpandParams& p, int64_t num_tokens, const int32_t* blo
         (slots->num_reqs > 0 && slots->seq_lens == nullptr) ||
         (slots->num_reqs > 0 && slots->max_pages > 0 && slots->block_table == nullptr))
       throw InputError("gpu expand: a device pointer of the slots is null");
-    args.slots = *slots;
+    expand_kernel<true><<<static_cast<unsigned>(num_tokens), kExpandThreads, 0, stream>>>(args, *slots);
+  } else {
+    expand_kernel<false><<<static_cast<unsigned>(num_tokens), kExpandThreads, 0, stream>>>(args, ExpandSlots{});
   }
-  expand_kernel<<<static_cast<unsigned>(num_tokens), kExpandThreads, 0, stream>>>(args);
   QSA_GPU_CHECK_LAUNCH();
 }
 
