@@ -224,11 +224,14 @@ PY
       exit 1
     fi
     # The twenty-seventh pass's stopped runs: eb11439 resolves its slots 0.15 us before 849972c;
-    # the twenty-eighth pass's f16 partials and arrival masks.
+    # the twenty-eighth pass's f16 partials and arrival masks; the twenty-ninth pass's variants.
     for pair in 'eb11439-v1:slots resolved +median block +1[.]10' 'eb11439-v1:period 4[.]90 us' \
                 '849972c-v1:slots resolved +median block +1[.]25' \
                 'c5a02f1:partials stored +median block +4[.]16' 'c5a02f1:barrier passed +median block +5[.]47' \
-                'arrival-masks:sums +median block +6[.]93' 'arrival-masks:outputs stored +median block +7[.]28'; do
+                'arrival-masks:sums +median block +6[.]93' 'arrival-masks:outputs stored +median block +7[.]28' \
+                'v0:request and count +median block +0[.]96' 'v8-slots:request and count +median block +0[.]38' \
+                'v4-touch-two-per-sm:request and count +median block +1[.]18' \
+                'v7-cluster16:attention done +median block +8[.]29'; do
       expect 0 "${pair#*:}" "$python" "$src/scripts/spread_stamps.py" \
         "$src/docs/bench/issue7-versions/h200-2026-12-03-spread-stamps-${pair%%:*}.jsonl.gz"
     done
