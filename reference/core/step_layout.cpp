@@ -37,7 +37,7 @@ void token_slots(const TensorI32& token_idx, bool count_column, const std::vecto
   } else {
     require_shape(slots, {T, W}, "token_slots");
   }
-  const int64_t max_pages = block_table.dim(1);
+  const int64_t num_slots = num_pages * page_size;
   for (int64_t t = 0; t < T; ++t) {
     const int32_t req = token_to_req[static_cast<size_t>(t)];
     if (req < -1 || req >= R)
@@ -46,13 +46,13 @@ void token_slots(const TensorI32& token_idx, bool count_column, const std::vecto
     int32_t* out = slots.row(t);
     const int64_t n = attended_columns(ids, W, count_column);
     for (int64_t c = 0; c < W; ++c) {
-      int32_t slot = -1;
       const int32_t id = ids[c];
-      if (req >= 0 && c < n && id >= 0 && id < seq_lens[static_cast<size_t>(req)] && id / page_size < max_pages) {
-        const int32_t phys = block_table.at(req, id / page_size);
-        if (phys >= 0 && phys < num_pages) slot = phys * page_size + id % page_size;
-      }
-      out[c] = slot;
+      // paged_slot is -1 for a page beyond the table or unmapped; an entry
+      // past num_pages gives a slot past num_slots.
+      const int64_t slot = req >= 0 && c < n && id < seq_lens[static_cast<size_t>(req)]
+                               ? paged_slot(block_table, req, id, page_size)
+                               : -1;
+      out[c] = slot < num_slots ? static_cast<int32_t>(slot) : -1;
     }
     if (count_column) out[W - 1] = ids[W - 1];
   }

@@ -39,9 +39,11 @@ void bench_expand(benchmark::State& state, const StepShape& shape, bool with_slo
     gpu::validate_expand(p, m.block_ids, m.pos);
     ids.add(m.block_ids.data);
     pos.add(m.pos);
-    t2r.add(m.token_to_req);
-    lens.add(m.seq_lens);
-    table.add(m.block_table.data);
+    if (with_slots) {
+      t2r.add(m.token_to_req);
+      lens.add(m.seq_lens);
+      table.add(m.block_table.data);
+    }
   }
   ids.upload();
   pos.upload();
