@@ -1,17 +1,29 @@
 #include "gpu/expand/expand.hpp"
 
+#include <limits>
+
 namespace qsa::gpu {
 
 namespace {
 
-constexpr int kExpandThreads = 128;
+// A row's 2049 columns over 512 threads: 4 per thread, and 4 warps per
+// scheduler to hide each other's latencies (with 128 threads a thread's 16
+// columns were a chain of dependent steps: docs/performance.md, thirtieth
+// pass).
+constexpr int kExpandThreads = 512;
+// Block ids of a row staged in shared memory: loaded at once, all in flight,
+// before the first -1 is searched. A longer row (a budget above 4096 r)
+// takes the unstaged kernel, which reads them in its loops.
+constexpr int kStageIds = 4096;
+constexpr int kStagePerThread = kStageIds / kExpandThreads;
 // Block-table entries of a row's request held in shared memory for the
 // slots (pages of later columns are looked up in memory): a lookup per
 // column in memory waits for a round trip in every iteration of a thread's
-// column loop (expand at one row: 5.0 -> 9.5 us; docs/performance.md,
-// twenty-ninth pass).
+// column loop (twenty-ninth pass).
 constexpr int kExpandTablePages = 512;
-static_assert(kExpandTablePages % kExpandThreads == 0, "whole entries per thread");
+static_assert(kExpandTablePages % kExpandThreads == 0 || kExpandThreads % kExpandTablePages == 0,
+              "table entries spread evenly over the threads");
+static_assert(kStageIds % kExpandThreads == 0, "whole staged ids per thread");
 
 struct ExpandArgs {
   int ratio;
@@ -23,25 +35,53 @@ struct ExpandArgs {
   int32_t* token_idx;
 };
 
-// One block per row: the threads first agree on the length of the valid
-// prefix (the first -1), then write the row's columns. kSlots: each id's
-// cache slot too (sl); without it the kernel is the ids-only one, compiled
-// apart so that the slots' loads cost it nothing (twenty-ninth pass: a
-// kernel for both took 0.3 us more at one row without slots).
-template <bool kSlots>
-__global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, ExpandSlots sl) {
+// v / d for 0 <= v < 2^31 and 1 <= d < 2^31 by a multiplication: m =
+// ceil(2^64 / d) (0 for d = 1, which divides by itself), so that v m / 2^64
+// = v / d + e with 0 <= e < v / 2^64 < 2^-33 < 1 / d: the floor is exact.
+struct PageDivisor {
+  uint64_t m;
+  int32_t d;
+};
+
+PageDivisor page_divisor(int32_t d) {
+  return {d > 1 ? std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d) + 1 : 0, d};
+}
+
+__device__ inline int32_t page_of(int32_t v, const PageDivisor& pd) {
+  return pd.d == 1 ? v : static_cast<int32_t>(__umul64hi(static_cast<uint64_t>(v), pd.m));
+}
+
+// One block per row. Every load the row needs is issued before any is used:
+// its position, its block ids (kStaged: all of them, into registers, then
+// shared memory) and, for the slots, its request; the request's seq_len and
+// first table entries follow it. The threads then agree on the length of the
+// valid prefix (the first -1) and write the row's columns from shared memory
+// alone. kSlots: each id's cache slot too (sl); without it the kernel is the
+// ids-only one, compiled apart so that the slots' loads cost it nothing.
+template <bool kSlots, bool kStaged>
+__global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, ExpandSlots sl, PageDivisor pd) {
   const int64_t t = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
   __shared__ int first_free;
-  if (tid == 0) first_free = a.blocks_budget;
-  __syncthreads();
+  __shared__ int32_t blocks_s[kStaged ? kStageIds : 1];
+  __shared__ int32_t table_s[kSlots ? kExpandTablePages : 1];
 
   const int64_t p = a.pos[t];
+  const int32_t* blocks = a.block_ids + t * a.blocks_budget;
+  // The row's block ids are memory of the row whatever p is (a padding row
+  // carries junk; nothing uses it).
+  int32_t staged[kStaged ? kStagePerThread : 1];
+  if constexpr (kStaged) {
+#pragma unroll
+    for (int k = 0; k < kStagePerThread; ++k) {
+      const int s = tid + k * kExpandThreads;
+      staged[k] = s < a.blocks_budget ? blocks[s] : 0;
+    }
+  }
   // For the slots: the row's request, its seq_len (a request out of range,
   // as a padding row's -1, attends nothing: seq_len 0) and its first table
-  // entries, loaded into registers before the search for the first -1 below
-  // so that both round trips overlap.
-  constexpr int kEntries = kSlots ? kExpandTablePages / kExpandThreads : 1;
+  // entries.
+  constexpr int kEntries = kSlots ? (kExpandTablePages + kExpandThreads - 1) / kExpandThreads : 1;
   int req = -1, held = 0;
   int64_t seq_len = 0;
   int32_t entry[kEntries];
@@ -56,18 +96,34 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
       entry[k] = i < held ? sl.block_table[static_cast<int64_t>(req) * sl.max_pages + i] : -1;
     }
   }
+  if (tid == 0) first_free = a.blocks_budget;
+  __syncthreads();
 
-  const int32_t* blocks = a.block_ids + t * a.blocks_budget;
-  if (p >= 0) {
-    // Each thread finds the first -1 of its strided share; the smallest of
-    // those is the row's first -1.
-    for (int s = tid; s < a.blocks_budget; s += static_cast<int>(blockDim.x))
+  // Each thread finds the first -1 of its strided share; the smallest of
+  // those is the row's first -1.
+  if constexpr (kStaged) {
+#pragma unroll
+    for (int k = 0; k < kStagePerThread; ++k) {
+      const int s = tid + k * kExpandThreads;
+      if (s < a.blocks_budget) blocks_s[s] = staged[k];
+    }
+    if (p >= 0) {
+#pragma unroll
+      for (int k = 0; k < kStagePerThread; ++k) {
+        const int s = tid + k * kExpandThreads;
+        if (s < a.blocks_budget && staged[k] == -1) {
+          atomicMin(&first_free, s);
+          break;
+        }
+      }
+    }
+  } else if (p >= 0) {
+    for (int s = tid; s < a.blocks_budget; s += kExpandThreads)
       if (blocks[s] == -1) {
         atomicMin(&first_free, s);
         break;
       }
   }
-  __shared__ int32_t table_s[kSlots ? kExpandTablePages : 1];
   if constexpr (kSlots) {
 #pragma unroll
     for (int k = 0; k < kEntries; ++k)
@@ -80,10 +136,14 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
   const int64_t t_start = p >= 0 ? ((p + 1) / r) * r : 0;
   const int n_tail = p >= 0 ? static_cast<int>(p + 1 - t_start) : 0;
   int32_t* out = a.token_idx + t * a.width;
-  for (int c = tid; c < a.width; c += static_cast<int>(blockDim.x)) {
+  // Column c = tid + j kExpandThreads is block c / r = q, offset c % r = o,
+  // carried from one column to the next without a division.
+  int q = tid / r, o = tid % r;
+  const int q_step = kExpandThreads / r, o_step = kExpandThreads % r;
+  for (int c = tid; c < a.width; c += kExpandThreads) {
     int32_t v = -1;
     if (c < n_exp) {
-      v = blocks[c / r] * r + c % r;
+      v = (kStaged ? blocks_s[q] : blocks[q]) * r + o;
     } else if (c < n_exp + n_tail) {
       v = static_cast<int32_t>(t_start + (c - n_exp));
     }
@@ -95,7 +155,7 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
       // Attention's rules (reference token_slots): ids in [0, seq_len) on a
       // mapped page of the table, within the cache; the count copied.
       int32_t slot = -1;
-      const int page = v >= 0 ? v / sl.page_size : -1;
+      const int page = v >= 0 ? page_of(v, pd) : -1;
       if (v >= 0 && v < seq_len && page < sl.max_pages) {
         const int32_t phys =
             page < kExpandTablePages ? table_s[page] : sl.block_table[static_cast<int64_t>(req) * sl.max_pages + page];
@@ -104,7 +164,23 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
       if (a.count_column && c == a.width - 1) slot = v;
       sl.token_slots[t * a.width + c] = slot;
     }
+    q += q_step;
+    o += o_step;
+    if (o >= r) {
+      o -= r;
+      ++q;
+    }
   }
+}
+
+template <bool kSlots>
+void launch_typed(const ExpandArgs& args, int64_t num_tokens, const ExpandSlots& sl, hipStream_t stream) {
+  const PageDivisor pd = page_divisor(kSlots ? sl.page_size : 1);
+  const auto grid = static_cast<unsigned>(num_tokens);
+  if (args.blocks_budget <= kStageIds)
+    expand_kernel<kSlots, true><<<grid, kExpandThreads, 0, stream>>>(args, sl, pd);
+  else
+    expand_kernel<kSlots, false><<<grid, kExpandThreads, 0, stream>>>(args, sl, pd);
 }
 
 }  // namespace
@@ -129,9 +205,9 @@ void launch_expand(const ExpandParams& p, int64_t num_tokens, const int32_t* blo
         (slots->num_reqs > 0 && slots->seq_lens == nullptr) ||
         (slots->num_reqs > 0 && slots->max_pages > 0 && slots->block_table == nullptr))
       throw InputError("gpu expand: a device pointer of the slots is null");
-    expand_kernel<true><<<static_cast<unsigned>(num_tokens), kExpandThreads, 0, stream>>>(args, *slots);
+    launch_typed<true>(args, num_tokens, *slots, stream);
   } else {
-    expand_kernel<false><<<static_cast<unsigned>(num_tokens), kExpandThreads, 0, stream>>>(args, ExpandSlots{});
+    launch_typed<false>(args, num_tokens, ExpandSlots{}, stream);
   }
   QSA_GPU_CHECK_LAUNCH();
 }

@@ -1,6 +1,7 @@
 // GPU expand (gpu/expand) against the reference (reference/expand.hpp):
 //  - every column of every row equals qsa::expand_rows exactly, over ratios
-//    {1, 4, 8}, budgets {16, 64, 2048} and both layouts (count column on and
+//    {1, 4, 8}, budgets {16, 64, 2048} (and 8192 at ratio 1: more block ids
+//    than the kernel stages in shared memory) and both layouts (count column on and
 //    off), on random rows: full selections, fewer valid blocks than K_B, rows
 //    that see no block (V = 0), empty selections, junk after the first -1
 //    (ignored, as the reference ignores it) and padding rows; every output
@@ -8,7 +9,10 @@
 //  - with the slots written beside the ids (gpu::ExpandSlots), every slot
 //    equals reference token_slots over the same sweep, on random block
 //    tables with unmapped pages, entries past the cache, rows past their
-//    request's seq_len, pages past the table and padding rows;
+//    request's seq_len, pages past the table and padding rows, in pages of
+//    16, 7 and 1 tokens (the kernel divides by a multiplication; at 1 token
+//    per page the pages outnumber the table entries it holds in shared
+//    memory);
 //  - the spec's worked example;
 //  - validate_expand accepts what the reference accepts and rejects, naming
 //    row and slot, what it rejects.
@@ -121,17 +125,18 @@ TEST_P(GpuExpand, MatchesReferenceExactly) {
 struct SlotMeta {
   std::vector<int32_t> token_to_req, seq_lens;
   TensorI32 table;
-  int page_size = 16;
+  int page_size = 0;
   int64_t num_pages = 0;
 };
 
-SlotMeta random_meta(const Rows& rows, int64_t padding, uint64_t seed) {
+SlotMeta random_meta(const Rows& rows, int64_t padding, int page_size, uint64_t seed) {
   const CounterRng rng(seed, "gpu.expand.slots");
   uint64_t draw = 0;
   auto uniform = [&](int64_t n) { return static_cast<int64_t>(rng.bits(draw++) % static_cast<uint64_t>(n)); };
   const auto T = static_cast<int64_t>(rows.pos.size());
   const int R = 3;
   SlotMeta m;
+  m.page_size = page_size;
   m.token_to_req.assign(static_cast<size_t>(T), -1);
   m.seq_lens.assign(R, 1);
   for (int64_t t = 0; t < T - padding; ++t) {
@@ -159,7 +164,9 @@ TEST_P(GpuExpand, SlotsMatchReferenceExactly) {
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   const int64_t T = 40, padding = 3;
   const Rows rows = random_rows(p, T, padding, seed);
-  const SlotMeta m = random_meta(rows, padding, seed);
+  // Pages of 16 tokens (a power of two), 7 and 1 (every id its own page).
+  const int page_size = c.ratio == 1 ? 1 : c.ratio == 4 ? 16 : 7;
+  const SlotMeta m = random_meta(rows, padding, page_size, seed);
   TensorI32 ids, want;
   expand_rows(p, rows.block_ids, rows.pos, ids);
   token_slots(ids, p.count_column, m.token_to_req, m.seq_lens, m.table, m.page_size, m.num_pages, want);
@@ -230,7 +237,8 @@ INSTANTIATE_TEST_SUITE_P(Sweep, GpuExpand,
                                          ExpandCase{4, 2048, false}, ExpandCase{4, 2048, true},
                                          ExpandCase{8, 16, false}, ExpandCase{8, 16, true}, ExpandCase{8, 64, false},
                                          ExpandCase{8, 64, true}, ExpandCase{8, 2048, false},
-                                         ExpandCase{8, 2048, true}),
+                                         ExpandCase{8, 2048, true}, ExpandCase{1, 8192, false},
+                                         ExpandCase{1, 8192, true}),
                          param_name);
 
 TEST(GpuExpandExample, SpecWorkedExample) {
