@@ -137,8 +137,11 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   s.caches.tags.record_step(l);
   clock.mark("prepare");
 
-  // 3. Selection and expansion, or the saved MTP rows.
+  // 3. Selection and expansion, or the saved MTP rows. Expand writes each
+  //    id's cache slot beside it where the slots fit int32 (the MTP rows
+  //    carry ids only): the attention's spread kernel then reads no table.
   const int KB = c.blocks_budget(), width = c.index_row_width();
+  const bool slots = !l.mtp_reuse && s.geometry.num_pages <= std::numeric_limits<int32_t>::max() / c.page_size;
   if (l.mtp_reuse) {
     // No saved rows, or a row of a request step 0 did not save: InputError.
     validate_mtp_reuse(l.token_to_req, s.saved_rows);
@@ -155,7 +158,9 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
     launch_select(sp, codes, sl, b.index_q.get(), s.caches.compressed.get(), b.token_to_req.get(),
                   b.visible.get(), b.block_table_c.get(), scratch.get(), b.block_ids.get(), b.block_scores.get(),
                   s.stream);
-    launch_expand(make_expand_params(c), T, b.block_ids.get(), b.pos.get(), b.token_idx.get(), s.stream);
+    const ExpandSlots expand_slots = b.expand_slots(s.geometry.num_pages);
+    launch_expand(make_expand_params(c), T, b.block_ids.get(), b.pos.get(), b.token_idx.get(), s.stream,
+                  slots ? &expand_slots : nullptr);
     if (l.num_reqs > 0) {
       const std::vector<int32_t> last_row = mtp_last_rows(l);
       validate_mtp_save(last_row, T);
@@ -182,6 +187,11 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   const int ids_per_split = sparse_attention_ids_per_split(ap, dims);
   DeviceBuffer<float> workspace(sparse_attention_workspace_floats(ap, dims, ids_per_split));
   SparseAttentionArgs args = b.attention_args(s.caches, workspace);
+  if (slots) {  // checked as the ids are: the kernel reads K and V through them
+    validate_token_slots(ap, kvp, o.token_idx, l.token_to_req, l.seq_lens, l.block_table,
+                         b.download_token_slots(width));
+    args.token_slots = b.token_slots.get();
+  }
   // Prefill-shaped steps (several rows per request) may take the path where
   // neighbouring rows share K/V loads; it needs a host-built plan, and kAuto
   // decides from it (resolve_attention_path: where the build has the

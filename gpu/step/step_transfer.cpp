@@ -88,6 +88,7 @@ StepBuffers::StepBuffers(const QsaConfig& cfg, const StepLayout& lay)
   block_ids = poisoned<int32_t>(sz(T, c.blocks_budget()), kPoisonId);
   block_scores = poisoned<float>(sz(T, c.blocks_budget()), kPoisonFloat);
   token_idx = poisoned<int32_t>(sz(T, c.index_row_width()), kPoisonId);
+  token_slots = poisoned<int32_t>(sz(T, c.index_row_width()), kPoisonId);
   attn = poisoned<float>(sz(T, H * D), kPoisonFloat);
   gated = poisoned<uint16_t>(sz(T, H * D), kPoisonBf16Pair);
   out = poisoned<float>(sz(T, c.hidden_size), kPoisonFloat);
@@ -170,11 +171,34 @@ PrefillPlanBuffers upload_prefill_plan(const SparseAttentionPrefillPlan& plan, S
   return b;
 }
 
-TensorI32 StepBuffers::download_token_idx(int width) const {
-  TensorI32 t({l.num_tokens, width});
-  const std::vector<int32_t> ids = token_idx.download();
-  std::copy_n(ids.begin(), t.data.size(), t.data.begin());
+namespace {
+
+TensorI32 download_rows(const DeviceBuffer<int32_t>& rows, int64_t num_tokens, int width) {
+  TensorI32 t({num_tokens, width});
+  const std::vector<int32_t> values = rows.download();
+  std::copy_n(values.begin(), t.data.size(), t.data.begin());
   return t;
+}
+
+}  // namespace
+
+TensorI32 StepBuffers::download_token_idx(int width) const { return download_rows(token_idx, l.num_tokens, width); }
+
+TensorI32 StepBuffers::download_token_slots(int width) const {
+  return download_rows(token_slots, l.num_tokens, width);
+}
+
+ExpandSlots StepBuffers::expand_slots(int64_t num_pages) {
+  ExpandSlots s;
+  s.token_to_req = token_to_req.get();
+  s.seq_lens = seq_lens.get();
+  s.block_table = block_table.get();
+  s.num_reqs = l.num_reqs;
+  s.max_pages = static_cast<int>(l.block_table.dim(1));
+  s.page_size = c.page_size;
+  s.num_pages = num_pages;
+  s.token_slots = token_slots.get();
+  return s;
 }
 
 void StepBuffers::download_outputs(const DeviceCaches& caches, StepOutputs& o) const {

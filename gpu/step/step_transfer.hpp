@@ -9,6 +9,7 @@
 #include "gpu/attention/sparse_attention.hpp"
 #include "gpu/attention/sparse_attention_plan.hpp"
 #include "gpu/common/device_buffer.hpp"
+#include "gpu/expand/expand.hpp"
 #include "gpu/prepare/prepare.hpp"
 #include "gpu/step/device_caches.hpp"
 #include "reference/step_driver.hpp"
@@ -54,6 +55,10 @@ struct StepBuffers {
   PrepareArgs prepare_args(const DeviceWeights& w, DeviceCaches& caches);
   SparseAttentionArgs attention_args(DeviceCaches& caches, DeviceBuffer<float>& workspace);
   TensorI32 download_token_idx(int width) const;
+  // What launch_expand needs to write token_slots beside token_idx, for a
+  // main cache of num_pages pages.
+  ExpandSlots expand_slots(int64_t num_pages);
+  TensorI32 download_token_slots(int width) const;
   // Fills every StepOutputs tensor except token_idx (already downloaded).
   void download_outputs(const DeviceCaches& caches, StepOutputs& o) const;
 
@@ -76,6 +81,7 @@ struct StepBuffers {
   DeviceBuffer<int32_t> block_ids;                 // [T, K_B]
   DeviceBuffer<float> block_scores;                // [T, K_B]
   DeviceBuffer<int32_t> token_idx;                 // [T, width]
+  DeviceBuffer<int32_t> token_slots;               // [T, width]: expand's slots of token_idx
   DeviceBuffer<float> attn;                        // [T, H, D]
   DeviceBuffer<uint16_t> gated;                    // [T, H, D] bf16 bits
   DeviceBuffer<float> out;                         // [T, hidden]

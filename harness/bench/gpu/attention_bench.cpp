@@ -4,12 +4,11 @@
 // the decode path at decode shapes (kAuto's kernel; /split_kernel and
 // /spread_kernel force one of the two tensor-core ones at 1 and 8 rows), the prefill path at prefill
 // shapes with its host-built plan (not timed; its arrays are not in the
-// cost model's minimal bytes). The label names the path. /slots at 1 and
-// 8 rows also hands the decode path each id's cache slot
-// (SparseAttentionArgs::token_slots, computed on the host), so that the
-// spread kernel reads no block table; the step does not write slots yet
-// (expand writing them costs more than they save: docs/performance.md,
-// twenty-ninth pass).
+// cost model's minimal bytes). The label names the path. The decode path
+// gets each id's cache slot beside the ids (SparseAttentionArgs::
+// token_slots), as the step driver's expand writes them; /ids_only at 1
+// and 8 rows gives it the ids alone (the spread kernel then resolves each
+// id through the block table: docs/performance.md, twenty-ninth pass).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,7 +38,7 @@ struct DevicePlan {
 // step driver's policy: one split above 128 rows, whose workspace would not
 // fit at the default's splits of 8192 rows) instead of the default.
 void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dtype, gpu::AttentionPath path,
-                     bool caller_splits = false, bool with_slots = false) {
+                     bool caller_splits = false, bool ids_only = false) {
   const GpuEnv& env = gpu_env();
   QsaConfig c = bench_config();
   c.kv_dtype = dtype;
@@ -63,6 +62,7 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
                                        env.seed);
   const KvCacheParams kv = make_kv_cache_params(c, pool.pages);
 
+  const bool with_slots = !gpu::is_prefill_path(path) && !ids_only;
   Slab<int32_t> idx, t2r, lens, table, slots;
   gpu::SparseAttentionDims dims;
   std::vector<DevicePlan> plans;
@@ -161,10 +161,10 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
 }
 
 void add(const NamedShape& s, KvDtype dtype, gpu::AttentionPath path, const std::string& suffix = "",
-         bool caller_splits = false, bool with_slots = false) {
+         bool caller_splits = false, bool ids_only = false) {
   register_gpu_benchmark("attention/" + s.name + "/" + dtype_name(dtype) + suffix,
-                         [shape = s.shape, dtype, path, caller_splits, with_slots](benchmark::State& st) {
-                           guarded(st, [&] { bench_attention(st, shape, dtype, path, caller_splits, with_slots); });
+                         [shape = s.shape, dtype, path, caller_splits, ids_only](benchmark::State& st) {
+                           guarded(st, [&] { bench_attention(st, shape, dtype, path, caller_splits, ids_only); });
                          });
 }
 
@@ -186,7 +186,7 @@ void register_attention_benchmarks() {
     if (s.shape.rows() <= 8) {
       add(s, KvDtype::kBf16, gpu::AttentionPath::kDecodeSplitK, "/split_kernel");
       add(s, KvDtype::kBf16, gpu::AttentionPath::kDecodeSpread, "/spread_kernel");
-      add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/slots", false, true);
+      add(s, KvDtype::kBf16, gpu::AttentionPath::kDecode, "/ids_only", false, true);
     }
   // The prefill path without the Hopper kernel (its sm_80 tensor-core
   // kernel on an H200): what the wgmma kernel gains over it.

@@ -1,8 +1,8 @@
 // expand/<shape>: gpu::launch_expand on random selections (valid prefixes of
 // min(V, K_B) visible blocks) at every decode and prefill shape;
-// expand/<shape>/slots also writes each id's cache slot (gpu::ExpandSlots),
-// its cost the slots and the metadata read on top (the requests'
-// block-table rows counted whole).
+// expand/<shape>/slots also writes each id's cache slot (gpu::ExpandSlots,
+// as the step driver runs it), its cost the slots and the metadata read on
+// top (the requests' block-table rows counted whole).
 #include <cstdint>
 
 #include "gpu/expand/expand.hpp"

@@ -3,7 +3,8 @@
 // o_proj — launch_prepare -> launch_select -> launch_expand ->
 // launch_sparse_attention, decode paths — timed as one region, each launch
 // reading what the one before wrote (prepare's indexer Q, Q and gate; the
-// selected ids; the expanded token ids). step/<shape>/<dtype> adds the four
+// selected ids; the expanded token ids and, as the driver has expand write
+// them, each id's cache slot). step/<shape>/<dtype> adds the four
 // input projections before and o_proj after (launch_projection, fp32 out, as
 // the driver runs them). <dtype> is the indexer and the KV dtype together.
 //
@@ -155,9 +156,10 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
   attn.allocate(copies, sz(T, H * D));
   Slab<uint16_t> gated;
   gated.allocate(copies, sz(T, H * D));
-  Slab<int32_t> ids, token_idx;
+  Slab<int32_t> ids, token_idx, token_slots;
   ids.allocate(copies, sz(T, sp.blocks_budget));
   token_idx.allocate(copies, sz(T, ep.width()));
+  token_slots.allocate(copies, sz(T, ep.width()));
   Slab<float> block_scores;
   block_scores.allocate(copies, sz(T, sp.blocks_budget));
 
@@ -199,12 +201,22 @@ void bench_step(benchmark::State& state, const StepShape& shape, bool fp8, bool 
     gpu::launch_select(sp, codes, sl, ps.index_q.at(k), ps.compressed.at(0), ps.token_to_req.at(k), vis.at(k),
                        table_c.at(k), scratch.at(0), ids.at(k), block_scores.at(k), env.stream,
                        gpu::SelectPath::kDecode);
-    gpu::launch_expand(ep, T, ids.at(k), ps.pos.at(k), token_idx.at(k), env.stream);
+    gpu::ExpandSlots slots;
+    slots.token_to_req = ps.token_to_req.at(k);
+    slots.seq_lens = lens.at(k);
+    slots.block_table = table.at(k);
+    slots.num_reqs = dims.num_reqs;
+    slots.max_pages = dims.max_pages;
+    slots.page_size = c.page_size;
+    slots.num_pages = kvp.num_pages;
+    slots.token_slots = token_slots.at(k);
+    gpu::launch_expand(ep, T, ids.at(k), ps.pos.at(k), token_idx.at(k), env.stream, &slots);
 
     gpu::SparseAttentionArgs sa;
     sa.q = ps.q.at(k);
     sa.gate = ps.gate.at(k);
     sa.token_idx = token_idx.at(k);
+    sa.token_slots = token_slots.at(k);
     sa.token_to_req = ps.token_to_req.at(k);
     sa.seq_lens = lens.at(k);
     sa.block_table = table.at(k);
