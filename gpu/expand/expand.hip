@@ -6,24 +6,26 @@ namespace qsa::gpu {
 
 namespace {
 
-// A row's 2049 columns over 512 threads: 4 per thread, and 4 warps per
-// scheduler to hide each other's latencies (with 128 threads a thread's 16
-// columns were a chain of dependent steps: docs/performance.md, thirtieth
-// pass).
-constexpr int kExpandThreads = 512;
-// Block ids of a row staged in shared memory: loaded at once, all in flight,
-// before the first -1 is searched. A longer row (a budget above 4096 r)
-// takes the unstaged kernel, which reads them in its loops.
-constexpr int kStageIds = 4096;
-constexpr int kStagePerThread = kStageIds / kExpandThreads;
+// Threads per row. At up to kWideRows rows, 512: a row's 2049 columns take
+// 4 per thread, and 4 warps per scheduler hide each other's latencies (with
+// 128 threads a thread's 16 columns were a chain of dependent steps:
+// docs/performance.md, thirtieth pass). Above it, 128, so that an SM holds
+// 16 rows at once instead of 4 (at 8192 rows 512 threads took 4% longer).
+constexpr int kWideThreads = 512;
+constexpr int kNarrowThreads = 128;
+constexpr int64_t kWideRows = 4096;
+// Block ids of a row staged per thread: loaded at once, all in flight,
+// before the first -1 is searched, then kept in shared memory (8 x 512 =
+// 4096 ids, 8 x 128 = 1024). A longer row takes the unstaged kernel, which
+// reads them in its loops.
+constexpr int kStagePerThread = 8;
 // Block-table entries of a row's request held in shared memory for the
 // slots (pages of later columns are looked up in memory): a lookup per
 // column in memory waits for a round trip in every iteration of a thread's
 // column loop (twenty-ninth pass).
 constexpr int kExpandTablePages = 512;
-static_assert(kExpandTablePages % kExpandThreads == 0 || kExpandThreads % kExpandTablePages == 0,
+static_assert(kExpandTablePages % kNarrowThreads == 0 && kExpandTablePages % kWideThreads == 0,
               "table entries spread evenly over the threads");
-static_assert(kStageIds % kExpandThreads == 0, "whole staged ids per thread");
 
 struct ExpandArgs {
   int ratio;
@@ -58,8 +60,9 @@ __device__ inline int32_t page_of(int32_t v, const PageDivisor& pd) {
 // valid prefix (the first -1) and write the row's columns from shared memory
 // alone. kSlots: each id's cache slot too (sl); without it the kernel is the
 // ids-only one, compiled apart so that the slots' loads cost it nothing.
-template <bool kSlots, bool kStaged>
-__global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, ExpandSlots sl, PageDivisor pd) {
+template <bool kSlots, bool kStaged, int kThreads>
+__global__ void __launch_bounds__(kThreads) expand_kernel(ExpandArgs a, ExpandSlots sl, PageDivisor pd) {
+  constexpr int kStageIds = kStagePerThread * kThreads;
   const int64_t t = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
   __shared__ int first_free;
@@ -74,14 +77,14 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
   if constexpr (kStaged) {
 #pragma unroll
     for (int k = 0; k < kStagePerThread; ++k) {
-      const int s = tid + k * kExpandThreads;
+      const int s = tid + k * kThreads;
       staged[k] = s < a.blocks_budget ? blocks[s] : 0;
     }
   }
   // For the slots: the row's request, its seq_len (a request out of range,
   // as a padding row's -1, attends nothing: seq_len 0) and its first table
   // entries.
-  constexpr int kEntries = kSlots ? (kExpandTablePages + kExpandThreads - 1) / kExpandThreads : 1;
+  constexpr int kEntries = kSlots ? (kExpandTablePages + kThreads - 1) / kThreads : 1;
   int req = -1, held = 0;
   int64_t seq_len = 0;
   int32_t entry[kEntries];
@@ -92,7 +95,7 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
     seq_len = mapped ? sl.seq_lens[req] : 0;
 #pragma unroll
     for (int k = 0; k < kEntries; ++k) {
-      const int i = tid + k * kExpandThreads;
+      const int i = tid + k * kThreads;
       entry[k] = i < held ? sl.block_table[static_cast<int64_t>(req) * sl.max_pages + i] : -1;
     }
   }
@@ -104,13 +107,13 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
   if constexpr (kStaged) {
 #pragma unroll
     for (int k = 0; k < kStagePerThread; ++k) {
-      const int s = tid + k * kExpandThreads;
+      const int s = tid + k * kThreads;
       if (s < a.blocks_budget) blocks_s[s] = staged[k];
     }
     if (p >= 0) {
 #pragma unroll
       for (int k = 0; k < kStagePerThread; ++k) {
-        const int s = tid + k * kExpandThreads;
+        const int s = tid + k * kThreads;
         if (s < a.blocks_budget && staged[k] == -1) {
           atomicMin(&first_free, s);
           break;
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
       }
     }
   } else if (p >= 0) {
-    for (int s = tid; s < a.blocks_budget; s += kExpandThreads)
+    for (int s = tid; s < a.blocks_budget; s += kThreads)
       if (blocks[s] == -1) {
         atomicMin(&first_free, s);
         break;
@@ -127,7 +130,7 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
   if constexpr (kSlots) {
 #pragma unroll
     for (int k = 0; k < kEntries; ++k)
-      if (tid + k * kExpandThreads < held) table_s[tid + k * kExpandThreads] = entry[k];
+      if (tid + k * kThreads < held) table_s[tid + k * kThreads] = entry[k];
   }
   __syncthreads();
 
@@ -136,11 +139,11 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
   const int64_t t_start = p >= 0 ? ((p + 1) / r) * r : 0;
   const int n_tail = p >= 0 ? static_cast<int>(p + 1 - t_start) : 0;
   int32_t* out = a.token_idx + t * a.width;
-  // Column c = tid + j kExpandThreads is block c / r = q, offset c % r = o,
+  // Column c = tid + j kThreads is block c / r = q, offset c % r = o,
   // carried from one column to the next without a division.
   int q = tid / r, o = tid % r;
-  const int q_step = kExpandThreads / r, o_step = kExpandThreads % r;
-  for (int c = tid; c < a.width; c += kExpandThreads) {
+  const int q_step = kThreads / r, o_step = kThreads % r;
+  for (int c = tid; c < a.width; c += kThreads) {
     int32_t v = -1;
     if (c < n_exp) {
       v = (kStaged ? blocks_s[q] : blocks[q]) * r + o;
@@ -173,14 +176,22 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(ExpandArgs a, Ex
   }
 }
 
-template <bool kSlots>
-void launch_typed(const ExpandArgs& args, int64_t num_tokens, const ExpandSlots& sl, hipStream_t stream) {
+template <bool kSlots, int kThreads>
+void launch_sized(const ExpandArgs& args, int64_t num_tokens, const ExpandSlots& sl, hipStream_t stream) {
   const PageDivisor pd = page_divisor(kSlots ? sl.page_size : 1);
   const auto grid = static_cast<unsigned>(num_tokens);
-  if (args.blocks_budget <= kStageIds)
-    expand_kernel<kSlots, true><<<grid, kExpandThreads, 0, stream>>>(args, sl, pd);
+  if (args.blocks_budget <= kStagePerThread * kThreads)
+    expand_kernel<kSlots, true, kThreads><<<grid, kThreads, 0, stream>>>(args, sl, pd);
   else
-    expand_kernel<kSlots, false><<<grid, kExpandThreads, 0, stream>>>(args, sl, pd);
+    expand_kernel<kSlots, false, kThreads><<<grid, kThreads, 0, stream>>>(args, sl, pd);
+}
+
+template <bool kSlots>
+void launch_typed(const ExpandArgs& args, int64_t num_tokens, const ExpandSlots& sl, hipStream_t stream) {
+  if (num_tokens <= kWideRows)
+    launch_sized<kSlots, kWideThreads>(args, num_tokens, sl, stream);
+  else
+    launch_sized<kSlots, kNarrowThreads>(args, num_tokens, sl, stream);
 }
 
 }  // namespace

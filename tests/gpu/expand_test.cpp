@@ -96,14 +96,12 @@ TensorI32 run_gpu(const ExpandParams& p, const Rows& rows) {
   return result;
 }
 
-class GpuExpand : public testing::TestWithParam<ExpandCase> {};
-
-TEST_P(GpuExpand, MatchesReferenceExactly) {
-  const ExpandCase& c = GetParam();
+// Every column of T random rows (the last 3 padding) against expand_rows.
+void expect_ids_match(const ExpandCase& c, int64_t T) {
   const ExpandParams p{c.ratio, c.budget, c.count};
-  const uint64_t seed = kSeed ^ stream_id(case_name(c));
+  const uint64_t seed = kSeed ^ stream_id(case_name(c) + (T == 40 ? "" : "_T" + std::to_string(T)));
   SCOPED_TRACE(testing::Message() << "seed " << seed);
-  const Rows rows = random_rows(p, 40, 3, seed);
+  const Rows rows = random_rows(p, T, 3, seed);
   ASSERT_NO_THROW(gpu::validate_expand(p, rows.block_ids, rows.pos));
   TensorI32 want;
   expand_rows(p, rows.block_ids, rows.pos, want);
@@ -157,12 +155,12 @@ SlotMeta random_meta(const Rows& rows, int64_t padding, int page_size, uint64_t 
   return m;
 }
 
-TEST_P(GpuExpand, SlotsMatchReferenceExactly) {
-  const ExpandCase& c = GetParam();
+// Every slot of T random rows (the last 3 padding) against token_slots.
+void expect_slots_match(const ExpandCase& c, int64_t T) {
   const ExpandParams p{c.ratio, c.budget, c.count};
-  const uint64_t seed = kSeed ^ stream_id(case_name(c) + ".slots");
+  const uint64_t seed = kSeed ^ stream_id(case_name(c) + ".slots" + (T == 40 ? "" : "_T" + std::to_string(T)));
   SCOPED_TRACE(testing::Message() << "seed " << seed);
-  const int64_t T = 40, padding = 3;
+  const int64_t padding = 3;
   const Rows rows = random_rows(p, T, padding, seed);
   // Pages of 16 tokens (a power of two), 7 and 1 (every id its own page).
   const int page_size = c.ratio == 1 ? 1 : c.ratio == 4 ? 16 : 7;
@@ -198,6 +196,23 @@ TEST_P(GpuExpand, SlotsMatchReferenceExactly) {
                     << ", reference " << want.data[i];
   }
   EXPECT_GT(mapped, 0) << "no column maps to a slot: the case tests only the -1 rules";
+}
+
+class GpuExpand : public testing::TestWithParam<ExpandCase> {};
+
+TEST_P(GpuExpand, MatchesReferenceExactly) { expect_ids_match(GetParam(), 40); }
+
+TEST_P(GpuExpand, SlotsMatchReferenceExactly) { expect_slots_match(GetParam(), 40); }
+
+// Above 4096 rows the launch takes the kernels of 128 threads per row, whose
+// shared memory stages 1024 block ids (the sweep's 40 rows take those of
+// 512): a row of 512 block ids staged, one of 2048 read from memory.
+TEST(GpuExpandManyRows, NarrowKernelsMatchReference) {
+  for (const ExpandCase& c : {ExpandCase{4, 2048, true}, ExpandCase{1, 2048, false}}) {
+    SCOPED_TRACE(case_name(c));
+    expect_ids_match(c, 4100);
+    expect_slots_match(c, 4100);
+  }
 }
 
 TEST(GpuExpandSlots, BadSlotArgumentsAreRejected) {
