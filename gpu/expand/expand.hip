@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "reference/core/step_layout.hpp"
+
 namespace qsa::gpu {
 
 namespace {
@@ -207,7 +209,7 @@ void launch_expand(const ExpandParams& p, int64_t num_tokens, const int32_t* blo
     throw InputError("gpu expand: a device pointer is null");
   const ExpandArgs args{p.ratio, p.budget / p.ratio, p.width(), p.count_column, block_ids, pos, token_idx};
   if (slots != nullptr) {
-    if (slots->page_size < 1 || slots->num_pages < 0 || slots->num_pages > 0x7fffffff / slots->page_size)
+    if (!slot_ids_fit_int32(slots->num_pages, slots->page_size))
       throw ConfigError("gpu expand: the slots of " + std::to_string(slots->num_pages) + " pages of " +
                         std::to_string(slots->page_size) + " tokens do not fit int32 (or the page size is below 1)");
     if (slots->num_reqs < 0 || slots->max_pages < 0)

@@ -21,6 +21,7 @@
 #include "gpu/step/step_transfer.hpp"
 #include "reference/core/float_formats.hpp"
 #include "reference/core/stage_params.hpp"
+#include "reference/core/step_layout.hpp"
 
 namespace qsa::gpu {
 
@@ -141,7 +142,7 @@ StepOutputs GpuStepDriver::run(const StepMetadata& meta, const TensorD& hidden) 
   //    id's cache slot beside it where the slots fit int32 (the MTP rows
   //    carry ids only): the attention's spread kernel then reads no table.
   const int KB = c.blocks_budget(), width = c.index_row_width();
-  const bool slots = !l.mtp_reuse && s.geometry.num_pages <= std::numeric_limits<int32_t>::max() / c.page_size;
+  const bool slots = !l.mtp_reuse && slot_ids_fit_int32(s.geometry.num_pages, c.page_size);
   if (l.mtp_reuse) {
     // No saved rows, or a row of a request step 0 did not save: InputError.
     validate_mtp_reuse(l.token_to_req, s.saved_rows);

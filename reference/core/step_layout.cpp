@@ -17,6 +17,10 @@ int64_t paged_slot(const TensorI32& block_table, int req, int64_t p, int page_si
   return phys < 0 ? -1 : int64_t{phys} * page_size + p % page_size;
 }
 
+bool slot_ids_fit_int32(int64_t num_pages, int page_size) {
+  return page_size >= 1 && num_pages >= 0 && num_pages <= std::numeric_limits<int32_t>::max() / page_size;
+}
+
 void token_slots(const TensorI32& token_idx, bool count_column, const std::vector<int32_t>& token_to_req,
                  const std::vector<int32_t>& seq_lens, const TensorI32& block_table, int page_size,
                  int64_t num_pages, TensorI32& slots) {
@@ -29,7 +33,7 @@ void token_slots(const TensorI32& token_idx, bool count_column, const std::vecto
     throw InputError(fmt::format("token_slots: block_table must be [{}, max_pages] (one row per request)", R));
   if (count_column && W < 1) throw InputError("token_slots: a count column needs a row width of at least 1");
   if (page_size < 1) throw InputError(fmt::format("token_slots: page size {} (must be >= 1)", page_size));
-  if (num_pages < 0 || num_pages > std::numeric_limits<int32_t>::max() / page_size)
+  if (!slot_ids_fit_int32(num_pages, page_size))
     throw InputError(fmt::format("token_slots: {} pages of {} slots do not fit int32 slot ids", num_pages,
                                  page_size));
   if (slots.empty()) {

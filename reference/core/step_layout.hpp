@@ -77,6 +77,11 @@ StepLayout derive_step_layout(const QsaConfig& config, const CacheGeometry& geom
 // is unmapped or beyond the table.
 int64_t paged_slot(const TensorI32& block_table, int req, int64_t p, int page_size);
 
+// Whether every slot of a main cache of num_pages pages of page_size tokens
+// fits an int32 slot id (token_slots, the GPU's expand and the step driver
+// all take slots as int32): page_size >= 1 and num_pages * page_size <= 2^31 - 1.
+bool slot_ids_fit_int32(int64_t num_pages, int page_size);
+
 // The main-cache slot of every id of token_idx that attention reads, by
 // attention's rules (spec section 7): page = id div P, slot = block_table[
 // req, page] * P + id mod P. A column holds -1 where attention reads nothing:

@@ -85,7 +85,6 @@ void bench_attention(benchmark::State& state, const StepShape& shape, KvDtype dt
       TensorI32 s;
       token_slots(m.token_idx, p.count_column, m.token_to_req, m.seq_lens, m.block_table, p.page_size, kv.num_pages,
                   s);
-      gpu::validate_token_slots(p, kv, m.token_idx, m.token_to_req, m.seq_lens, m.block_table, s);
       slots.add(s.data);
     }
     t2r.add(m.token_to_req);
