@@ -109,7 +109,10 @@ void launch_mma_decode(const KernelArgs& a, int head_dim, int64_t rows, bool fp8
 // warps share each head row's max through shared memory and write P =
 // bf16(exp(S - m)) for their ids, then each warp multiplies all 32 ids' P by
 // V for its own n8 tiles of dims (k16 mmas, P and V by ldmatrix): no warp
-// holds a whole output row, so no warps merge. Same contract and numerics
+// holds a whole output row, so no warps merge. In sm_90a builds each V row
+// comes by one bulk copy (Hopper's copy engine) while the K rows come by
+// cp.async, so that both copy paths are in flight at once (thirty-first
+// pass: 7.48 -> 7.39 us at one row given slots). Same contract and numerics
 // as the split-K kernel, except that a tile's P is rounded against the
 // block's exact running max (no lag).
 // Supported where mma_decode_supported is, for a bf16 cache.

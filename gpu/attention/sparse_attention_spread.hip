@@ -14,6 +14,7 @@
 #include "gpu/attention/mma_step.hpp"
 #include "gpu/attention/sparse_attention_mma.hpp"
 #include "gpu/common/arrival_counters.hpp"
+#include "gpu/common/bulk_copy_sm90.hpp"
 #include "gpu/common/dependent_launch.hpp"
 #include "gpu/common/device_limits.hpp"
 #include "gpu/common/mma_sm80.hpp"
@@ -38,6 +39,15 @@ constexpr uint32_t kFlip = 0x80000000u;  // a barrier's total addition to its co
 // quad, a launch may have 32 kMergeSplits blocks per pair.
 constexpr int kMergeSplits = 9;
 constexpr int kMaxSplits = 32 * kMergeSplits;
+// Whether V rows come by bulk copies (one per row, Hopper's copy engine)
+// while K rows come by cp.async: both copy paths in flight at once. Given
+// slots, one row took 7.39 us against 7.48 with both by cp.async
+// (docs/performance.md, thirty-first pass). sm_90a builds only.
+#if defined(QSA_CUDA_SM90A)
+constexpr bool kBulkV = true;
+#else
+constexpr bool kBulkV = false;
+#endif
 // Block-table entries a lane holds: a row's first 128 pages (204800 tokens
 // in pages of 1600) are looked up by shuffles, later ones in memory.
 constexpr int kTableRegs = 4;
@@ -57,21 +67,25 @@ __device__ uint32_t spread_counters[kArrivalRing];
 // [kSpTile][D] bf16 rows, unpadded and swizzled as the split-K kernel's
 // (piece c of row r at c ^ (r mod 8): ldmatrix's 8 rows hit 8 bank groups,
 // every row starts on a sector); Q and P rows are padded by 16 bytes for
-// the same reason.
+// the same reason, and so are V rows that a bulk copy writes (it cannot
+// swizzle). kBar is the bulk copies' mbarrier.
 template <int D>
 struct SpSmem {
   static constexpr int kRowBytes = 2 * D;      // a K or V row
   static constexpr int kQPitch = D + 8;        // bf16 per Q row
   static constexpr int kPPitch = kSpTile + 8;  // bf16 per P row
   static constexpr int kK = 0;
+  static constexpr int kVPitch = kBulkV ? kRowBytes + 16 : kRowBytes;
   static constexpr int kV = kK + kSpTile * kRowBytes;
-  static constexpr int kQ = kV + kSpTile * kRowBytes;        // [kM][kQPitch]
+  static constexpr int kQ = kV + kSpTile * kVPitch;          // [kM][kQPitch]
   static constexpr int kP = kQ + kM * kQPitch * 2;           // [kM][kPPitch]: the tile's weights
   static constexpr int kStatM = kP + kM * kPPitch * 2;       // [kM][kSpWarps]: each warp's max of the tile
   static constexpr int kStatL = kStatM + kM * kSpWarps * 4;  // [kM][kSpWarps]: each warp's sum
   static constexpr int kSlot = kStatL + kM * kSpWarps * 4;  // [kSpTile]: the tile's cache slots
-  static constexpr int kBytes = kSlot + kSpTile * 4;
-  static_assert(kV % 128 == 0 && kQ % 16 == 0 && kP % 16 == 0 && kStatM % 16 == 0 && kStatL % 16 == 0,
+  static constexpr int kBar = kSlot + kSpTile * 4;
+  static constexpr int kBytes = kBar + 8;
+  static_assert(kV % 128 == 0 && kQ % 16 == 0 && kP % 16 == 0 && kStatM % 16 == 0 && kStatL % 16 == 0 &&
+                    kVPitch % 16 == 0 && kBar % 8 == 0,
                 "tiles on 128-byte, rows on 16-byte boundaries");
 };
 
@@ -198,7 +212,9 @@ __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lan
 //   slots   warp 0 resolves the tile's 32 ids to cache slots (a lane each,
 //           the block-table entries from registers) into shared memory;
 //           after a block barrier warp w copies the K and V rows of ids
-//           8w..8w+7 (cp.async, zero-filled for ids not attended);
+//           8w..8w+7 (cp.async, zero-filled for ids not attended; with
+//           kBulkV its lanes 0-7 copy the V rows by one bulk copy each,
+//           or write zeros, completing on the block's mbarrier);
 //   logits  warp w: S[16 heads, 8 ids] = Q K^T for its own 8 rows (the
 //           split-K kernel's bf16_logits), masked, and its max per head row;
 //   weights after a block barrier, each warp takes the tile's max per head
@@ -240,6 +256,13 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 
   const SpBlock b = sp_block(a, D);
   sp_prefetch<D>(a, b);
+  // The V copies' mbarrier: one arrival per row lane (8 per warp) and phase,
+  // a phase per tile.
+  const uint32_t v_bar = smem_addr(smem + L::kBar);
+  if constexpr (kBulkV) {
+    if (threadIdx.x == 0) sm90::mbarrier_init(v_bar, 8 * kSpWarps);
+    __syncthreads();
+  }
   // A guess at the row's request, read before the wait (the previous kernel
   // may still write it) and used after it only to choose which seq_len and
   // table row to load before the request itself lands; the loaded request
@@ -319,8 +342,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   mma::kv_lane_offsets<D>(lane, k_off);
   const uint32_t k_warp = k_tile + warp * 8 * L::kRowBytes;
   const uint32_t k_lane[2] = {k_warp + k_off[0], k_warp + k_off[1]};
-  const uint32_t v_lane =
-      v_tile + a_row * L::kRowBytes + (static_cast<uint32_t>((warp + kSpWarps * (lane >> 4)) * 16) ^ swizzle(a_row));
+  const uint32_t v_dims = static_cast<uint32_t>((warp + kSpWarps * (lane >> 4)) * 16);
+  const uint32_t v_lane = v_tile + a_row * L::kVPitch + (kBulkV ? v_dims : v_dims ^ swizzle(a_row));
 
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // head rows gq, gq + 8
   float acc[kOwn][4];
@@ -356,10 +379,10 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     const int32_t slot = lane < 8 ? slot_s[8 * warp + lane] : -1;
     // The warp's 8 K rows, then their V rows: row r's pieces are
     // consecutive lanes' (one 16-byte copy each), its slot shuffled from
-    // lane r.
+    // lane r. With kBulkV lane r < 8 copies V row r whole instead.
     const uint32_t v_warp = v_tile + warp * 8 * L::kRowBytes;
 #pragma unroll
-    for (int kv = 0; kv < 2; ++kv) {
+    for (int kv = 0; kv < (kBulkV ? 1 : 2); ++kv) {
 #pragma unroll
       for (int k = 0; k < kCopies; ++k) {
         const int idx = lane + 32 * k, r = idx / kPieces, piece = idx % kPieces;
@@ -370,10 +393,24 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       }
       cp_async_commit();
     }
+    if constexpr (kBulkV) {
+      if (lane < 8) {
+        // Zeros for an id not attended: its P is 0, but 0 times what the
+        // row held before need not be.
+        const int row_off = L::kV + (8 * warp + lane) * L::kVPitch;
+        sm90::mbarrier_arrive_expect(v_bar, slot >= 0 ? L::kRowBytes : 0);
+        if (slot >= 0) {
+          const unsigned char* src = v_src + static_cast<int64_t>(slot) * row_bytes;
+          sm90::bulk_copy(smem_addr(smem + row_off), src, L::kRowBytes, v_bar);
+        } else {
+          for (int c = 0; c < L::kRowBytes; c += 16) *reinterpret_cast<uint4*>(smem + row_off + c) = uint4{};
+        }
+      }
+    }
     const bool live0 = __shfl_sync(0xffffffffu, slot, 2 * tq) >= 0;
     const bool live1 = __shfl_sync(0xffffffffu, slot, 2 * tq + 1) >= 0;
 
-    cp_async_wait<1>();  // Q (at t = 0) and this lane's K copies; V may still fly
+    cp_async_wait<kBulkV ? 0 : 1>();  // Q (at t = 0) and this lane's K copies; V may still fly
     if (t == 0) {
       __syncthreads();  // Q came from every warp
     } else {
@@ -424,7 +461,11 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       stat_l[gq * kSpWarps + warp] = ws0;
       stat_l[(gq + 8) * kSpWarps + warp] = ws1;
     }
-    cp_async_wait<0>();
+    if constexpr (kBulkV) {
+      sm90::mbarrier_wait(v_bar, static_cast<uint32_t>(t & 1));
+    } else {
+      cp_async_wait<0>();
+    }
     __syncthreads();  // P, the sums and every warp's V rows
 
 #pragma unroll
@@ -448,7 +489,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 #pragma unroll
       for (int p = 0; p < kOwn / 2; ++p) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, v_lane + kk * 16 * L::kRowBytes + p * 128);
+        ldmatrix_x4_trans(vb, v_lane + kk * 16 * L::kVPitch + p * 128);
         mma_bf16(acc[2 * p], pa, vb[0], vb[1]);
         mma_bf16(acc[2 * p + 1], pa, vb[2], vb[3]);
       }
