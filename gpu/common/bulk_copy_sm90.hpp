@@ -2,15 +2,23 @@
 // memory) completing on an mbarrier in shared memory. A kernel that copies
 // part of its rows this way and the rest by cp.async has both copy paths in
 // flight at once: the spread decode kernel's V rows, since the thirty-first
-// pass (docs/performance.md). Device code for sm_90a builds only
-// (QSA_CUDA_SM90A); include from .hip files.
+// pass (docs/performance.md). Call only from sm_90a device code (kernels
+// that take this path where QSA_CUDA_SM90A is defined); compiled for an
+// older architecture each function traps, so that a discarded `if
+// constexpr` branch still compiles. CUDA builds; include from .hip files.
 #pragma once
 
 #include <cstdint>
 
 #include "gpu/common/device_api.hpp"
 
-#if defined(QSA_GPU_CUDA) && defined(QSA_CUDA_SM90A)
+#if defined(QSA_GPU_CUDA)
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define QSA_SM90_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define QSA_SM90_ASM(...) asm volatile("trap;")
+#endif
 
 namespace qsa::gpu::sm90 {
 
@@ -18,7 +26,7 @@ namespace qsa::gpu::sm90 {
 // uses it: a block barrier (the init's fence makes it visible to the copy
 // engine).
 __device__ inline void mbarrier_init(uint32_t bar, int arrivals) {
-  asm volatile(
+  QSA_SM90_ASM(
       "mbarrier.init.shared.b64 [%0], %1;\n"
       "fence.mbarrier_init.release.cluster;\n" ::"r"(bar),
       "r"(arrivals)
@@ -29,14 +37,14 @@ __device__ inline void mbarrier_init(uint32_t bar, int arrivals) {
 // thread arrives before it issues its copy, so the phase cannot complete
 // before the copy's bytes are counted.
 __device__ inline void mbarrier_arrive_expect(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+  QSA_SM90_ASM("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 
 // Waits until the phase of parity `parity` has completed (all arrivals,
 // all expected bytes landed); its copies' data is then visible to the
 // waiting thread.
 __device__ inline void mbarrier_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
+  QSA_SM90_ASM(
       "{\n"
       " .reg .pred done;\n"
       "wait_%=:\n"
@@ -52,7 +60,7 @@ __device__ inline void mbarrier_wait(uint32_t bar, uint32_t parity) {
 // `fence.proxy.async.shared::cta` orders the thread's earlier ordinary
 // accesses of dst (the copy engine is another proxy).
 __device__ inline void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile(
+  QSA_SM90_ASM(
       "fence.proxy.async.shared::cta;\n"
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
       "l"(src), "r"(bytes), "r"(bar)
@@ -60,5 +68,7 @@ __device__ inline void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, 
 }
 
 }  // namespace qsa::gpu::sm90
+
+#undef QSA_SM90_ASM
 
 #endif
