@@ -71,6 +71,32 @@ def save_figure(fig, out, dpi=110):
     print(f"wrote {out}")
 
 
+def phase_bars(plt, data, phases, colors, title, figsize=(10, 3.2), label_size=None):
+    """A horizontal bar per (label, ends) in data, stacked from 0 in the phases' colours, each
+    phase ending at its entry of ends (microseconds), the total written after the bar; prints
+    each row's phases (its label's first line) and returns the figure."""
+    fig, ax = plt.subplots(figsize=figsize)
+    for row, (label, ends) in enumerate(data):
+        start, parts = 0.0, []
+        for k, (phase, end) in enumerate(zip(phases, ends)):
+            ax.barh(row, end - start, left=start, color=colors[k], edgecolor="white",
+                    label=phase if row == 0 else None)
+            parts.append(f"{phase} {end - start:.2f}")
+            start = end
+        ax.text(start + 0.05, row, f"{start:.2f} us", va="center", fontsize=8)
+        print(f"{label.splitlines()[0]}: " + ", ".join(parts) + f"; period {start:.2f} us")
+    ax.set_yticks(range(len(data)))
+    ax.set_yticklabels([label for label, _ in data], fontsize=label_size)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(ends[-1] for _, ends in data) + 0.9)
+    ax.set_xlabel("us after the launch's first block is released by griddepcontrol.wait (median block)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(ncol=4 if len(phases) > 6 else 3, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3),
+              frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 def run_figure(doc, default_name, load, draw, errors=(FigureInputError,)):
     """The main() of a figure script whose help text is `doc`: load() reads the data (an
     exception in `errors` is reported with the script's name, exit 2), draw(plt, data) returns

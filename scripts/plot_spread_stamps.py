@@ -19,7 +19,7 @@ import statistics
 import sys
 
 import spread_stamps
-from figure_out import FigureInputError, VERSIONS_DIR, run_figure
+from figure_out import FigureInputError, VERSIONS_DIR, phase_bars, run_figure
 
 VERSIONS = [
     ("a56d177", "h200-2026-12-02-spread-stamps-chain-v0.jsonl.gz"),
@@ -41,8 +41,9 @@ PHASES = [
 COLORS = ["#c44e52", "#4c72b0", "#8172b3", "#bbbbbb", "#dd8452", "#ccb974", "#55a868", "#64b5cd"]
 
 
-def phase_ends(path):
-    """The microseconds at which each of PHASES ends, for one stamps file."""
+def phase_ends(path, phases=PHASES):
+    """The microseconds at which each of `phases` ((name, the point that ends it; None: the
+    next launch's release)) ends, for one stamps file."""
     try:
         launches = spread_stamps.load(path)
     except SystemExit as e:  # load() names the file and the problem
@@ -50,7 +51,7 @@ def phase_ends(path):
     names = spread_stamps.layout(launches)[0]
     times = spread_stamps.point_times(launches)
     ends = []
-    for phase, point in PHASES:
+    for phase, point in phases:
         if point is None:
             period = spread_stamps.periods(launches)
             if not period:
@@ -68,26 +69,8 @@ def load_data():
 
 
 def draw(plt, data):
-    fig, ax = plt.subplots(figsize=(10, 3.2))
-    for row, (label, ends) in enumerate(data):
-        start, parts = 0.0, []
-        for k, ((phase, _), end) in enumerate(zip(PHASES, ends)):
-            ax.barh(row, end - start, left=start, color=COLORS[k], edgecolor="white",
-                    label=phase if row == 0 else None)
-            parts.append(f"{phase} {end - start:.2f}")
-            start = end
-        ax.text(start + 0.05, row, f"{start:.2f} us", va="center", fontsize=8)
-        print(f"{label}: " + ", ".join(parts) + f"; period {start:.2f} us")
-    ax.set_yticks(range(len(data)))
-    ax.set_yticklabels([label for label, _ in data])
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(ends[-1] for _, ends in data) + 0.8)
-    ax.set_xlabel("us after the launch's first block is released by griddepcontrol.wait (median block)")
-    ax.set_title("One decode row, ctx 32K, bf16: the spread kernel's launch from stamps of every block (H200)",
-                 fontsize=9)
-    ax.legend(ncol=4, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
-    fig.tight_layout()
-    return fig
+    return phase_bars(plt, data, [phase for phase, _ in PHASES], COLORS,
+                      "One decode row, ctx 32K, bf16: the spread kernel's launch from stamps of every block (H200)")
 
 
 def main():

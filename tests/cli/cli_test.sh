@@ -257,6 +257,7 @@ PY
       expect_figure plot_prefill_reuse.py reuse.png '1e59054 .*: 512 rows cross the decode kernel at reuse 1[.]42'
       expect_figure plot_one_row_phases.py phases.png 'ctx 32768: cluster kernel attention: .* 4[.]98, .*; total 10[.]38 us'
       expect_figure plot_spread_stamps.py spreadstamps.png 'd8a59f2: slot chain 1[.]40, .*partials stored 0[.]42, .*period 8[.]22 us'
+      expect_figure plot_cluster_phases.py clusterphases.png 'cluster of 16 blocks per pair: slots 0[.]70, .*cluster[)] 0[.]72, .*period 9[.]44 us'
       expect_figure plot_one_row_phases.py phases2.png 'ctx 32768: spread kernel attention: .* 5[.]51, .*barrier 0[.]81, .*; total 9[.]14 us'
       # An output that cannot be written is refused by name, not a traceback.
       expect 2 'cannot write .*no-such-dir' "$python" "$src/scripts/plot_topk_phases.py" --out "$work/no-such-dir/topk.png"
