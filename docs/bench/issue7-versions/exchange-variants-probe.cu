@@ -30,11 +30,13 @@
 // Not part of the build; on the H200:
 //   nvcc -O3 -arch=sm_90a -std=c++17 -o exchange_variants_probe exchange-variants-probe.cu
 //   for e in tagged layout ring gather; do ./exchange_variants_probe $e; done
+//   ./exchange_variants_probe gather 100    (the same with the largest shared-memory carveout)
 // The session first ran these as four probes of their own; this file holds all of them, and
 // h200-2026-12-03-exchange-variants-probe.json is its output.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -383,7 +385,7 @@ int main(int argc, char** argv) {
           {kGather, 1, size_t{64} << 20, "gather from 64 MiB"},
           {kGatherPrefetch, 1, size_t{4} << 30, "gather from 4 GiB, merge lines prefetched"}};
   } else {
-    fprintf(stderr, "usage: %s tagged|layout|ring|gather\n", argv[0]);
+    fprintf(stderr, "usage: %s tagged|layout|ring|gather [carveout percent]\n", argv[0]);
     return 2;
   }
   cudaDeviceProp prop;
@@ -393,6 +395,11 @@ int main(int argc, char** argv) {
                              probe<kRows>,      probe<kOwnerRegs>,    probe<kOwnerBulk>,
                              probe<kOwnerCpAsync>, probe<kGather>,    probe<kGatherPrefetch>};
   for (auto k : kernels) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  // An optional second argument: the carveout hint in percent (the spread kernel's launcher asks
+  // for the largest, 100; without it the driver chooses).
+  if (argc > 2)
+    for (auto k : kernels)
+      CK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, std::atoi(argv[2])));
   float *part, *ml, *sink;
   unsigned long long *tpart, *tml, *st;
   uint4* pool = nullptr;
