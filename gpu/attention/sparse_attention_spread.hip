@@ -112,21 +112,29 @@ __device__ inline uint32_t load_acquire(const uint32_t* p) {
 // Every block of a (row, group) arrives, then waits for the others. Block 0
 // adds kFlip - (S - 1) and each other block 1, so one barrier adds kFlip:
 // the counter's top bit flips once all have arrived, and the counter needs
-// no reset between launches. Each block's global stores before it are
-// visible to every block's loads after it (the fence before the arrival,
-// the acquiring load after it, the block barriers around both). A block
-// that polls kPollLimit times (seconds) traps: some block of the pair is
-// not resident and never will be (two launches on two streams each holding
-// part of the GPU), and the launch fails instead of hanging.
+// no reset between launches. Each block's global stores before its arrival
+// are visible to every block's loads after its wait (the fence before the
+// arrival, the acquiring load in the wait, the block barriers at both).
+// Between the two the block may run code that reads nothing the others
+// wrote. A block that polls kPollLimit times (seconds) traps: some block
+// of the pair is not resident and never will be (two launches on two
+// streams each holding part of the GPU), and the launch fails instead of
+// hanging.
 constexpr uint32_t kPollLimit = 1u << 24;
-__device__ inline void pair_barrier(uint32_t* counter, int block, int blocks) {
+// The arrival; thread 0's result is the counter before it (pair_wait's).
+__device__ inline uint32_t pair_arrive(uint32_t* counter, int block, int blocks) {
   __syncthreads();
+  uint32_t old = 0;
   if (threadIdx.x == 0) {
     __threadfence();
-    const uint32_t old = atomicAdd(counter, block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u);
+    old = atomicAdd(counter, block == 0 ? kFlip - static_cast<uint32_t>(blocks - 1) : 1u);
+  }
+  return old;
+}
+__device__ inline void pair_wait(const uint32_t* counter, uint32_t old) {
+  if (threadIdx.x == 0)
     for (uint32_t polls = 1; ((old ^ load_acquire(counter)) & kFlip) == 0; ++polls)
       if (polls == kPollLimit) __trap();
-  }
   __syncthreads();
 }
 
@@ -161,6 +169,41 @@ __device__ inline SpBlock sp_block(const KernelArgs& a, int head_dim) {
   b.quad0 = min(b.j * share, all);
   b.quads = min(all - b.quad0, share);
   return b;
+}
+
+// A merging thread's place in one round (thread t of the round: quad
+// t / parts of the block's share, part t mod parts): its quad's first
+// element e of the group's nh · D outputs, whether the quad is in the share
+// (`live`), and where its splits' partials lie: split part + k · parts's
+// (m, l) at ml[k] and O quad at o[k], for k < splits (0 where not live).
+// Every address is computed here, before the loads may go: the first
+// round's before the barrier's wait.
+struct MergeLane {
+  const float2* ml[kMergeSplits];
+  const float4* o[kMergeSplits];
+  int e, part, splits;
+  bool live;
+};
+
+__device__ inline MergeLane merge_lane(const KernelArgs& a, const SpBlock& b, int64_t head0, int parts, int t,
+                                       int head_dim) {
+  const int shift = __ffs(parts) - 1;  // parts is a power of two
+  const int q = t >> shift;
+  const int S = b.splits;
+  MergeLane ln;
+  ln.part = t & (parts - 1);
+  ln.live = q < b.quads;
+  ln.e = (b.quad0 + (ln.live ? q : 0)) * 4;
+  ln.splits = ln.live && ln.part < S ? min(kMergeSplits, (S - ln.part + parts - 1) >> shift) : 0;
+  const int64_t head = head0 + ln.e / head_dim;
+  const float2* ml = reinterpret_cast<const float2*>(a.ws_ml) + head * S + ln.part;
+  const float4* o = reinterpret_cast<const float4*>(a.ws_acc) + ((head * S + ln.part) * head_dim + ln.e % head_dim) / 4;
+#pragma unroll
+  for (int k = 0; k < kMergeSplits; ++k) {
+    ln.ml[k] = ml + k * parts;
+    ln.o[k] = o + static_cast<int64_t>(k) * parts * (head_dim / 4);
+  }
+  return ln;
 }
 
 // L2 prefetches of what the block reads first, issued before it waits for
@@ -205,6 +248,106 @@ __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lan
   for (int r = 0; r < kTableRegs; ++r) table[r] = real && lane + 32 * r < a.max_pages ? row[lane + 32 * r] : -1;
 }
 
+// A quad's gates and their sigmoids (gate_sigmoids; `ok` its flag).
+struct MergeGate {
+  OutVec<uint16_t, 4> gate;
+  float sig[4];
+  bool ok;
+};
+
+__device__ inline MergeGate merge_gate(const KernelArgs& a, const OutVec<uint16_t, 4>& gate) {
+  MergeGate g;
+  g.gate = gate;
+  g.ok = true;
+  gate_sigmoids(a, gate, g.sig, g.ok);
+  return g;
+}
+
+// Keeps a lane's values as computed where this is called: the compiler can
+// neither see through the empty volatile asm (so it cannot recompute them
+// later, where they are used) nor move it past other volatile asm (the
+// barrier's polls). Without it nvcc computed the first round's addresses
+// after the wait.
+__device__ inline void pin(MergeLane& ln, MergeGate& g) {
+#pragma unroll
+  for (int k = 0; k < kMergeSplits; ++k) asm volatile("" : "+l"(ln.ml[k]), "+l"(ln.o[k]));
+  int live = ln.live, ok = g.ok;
+  asm volatile("" : "+r"(ln.e), "+r"(ln.part), "+r"(ln.splits), "+r"(live), "+r"(ok));
+  asm volatile("" : "+f"(g.sig[0]), "+f"(g.sig[1]), "+f"(g.sig[2]), "+f"(g.sig[3]));
+  ln.live = live != 0;
+  g.ok = ok != 0;
+}
+
+// One round of the merge (the kernel's comment describes it) for the
+// thread's lane: loads, weights, sums, and where the lane is its quad's
+// first, the outputs. Every lane of the block calls it (the shuffles).
+template <int D>
+__device__ inline void merge_round(const KernelArgs& a, const MergeLane& ln, const MergeGate& g, int parts,
+                                   int64_t out0, bool vector_out) {
+  float2 ml[kMergeSplits];
+  float4 o[kMergeSplits];
+#pragma unroll
+  for (int k = 0; k < kMergeSplits; ++k) {
+    // Past the thread's splits: weight 0 and -0 terms, so that their FMAs
+    // below add -0, which leaves every sum as it was (+0 would turn a -0
+    // sum into +0), and need no branch.
+    ml[k] = make_float2(-INFINITY, -0.0f);
+    o[k] = make_float4(-0.0f, -0.0f, -0.0f, -0.0f);
+    if (k < ln.splits) {
+      ml[k] = __ldcg(ln.ml[k]);
+      o[k] = __ldcg(ln.o[k]);
+    }
+  }
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < kMergeSplits; ++k) m = fmaxf(m, ml[k].x);
+  for (int x = 1; x < parts; x <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
+  // Every weight first, unconditionally (independent: their exponentials
+  // overlap; a branch around each would chain them), then the sums in
+  // split order. A block that attended nothing weighs 0.
+  float w[kMergeSplits];
+#pragma unroll
+  for (int k = 0; k < kMergeSplits; ++k) {
+    const float e = mma::exp2_approx((ml[k].x - m) * mma::kLog2e);
+    w[k] = ml[k].x == -INFINITY ? 0.0f : e;
+  }
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float l = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kMergeSplits; ++k) {
+    l = fmaf(ml[k].y, w[k], l);
+    v.x = fmaf(o[k].x, w[k], v.x);
+    v.y = fmaf(o[k].y, w[k], v.y);
+    v.z = fmaf(o[k].z, w[k], v.z);
+    v.w = fmaf(o[k].w, w[k], v.w);
+  }
+  for (int x = 1; x < parts; x <<= 1) {
+    v.x += __shfl_xor_sync(0xffffffffu, v.x, x);
+    v.y += __shfl_xor_sync(0xffffffffu, v.y, x);
+    v.z += __shfl_xor_sync(0xffffffffu, v.z, x);
+    v.w += __shfl_xor_sync(0xffffffffu, v.w, x);
+    l += __shfl_xor_sync(0xffffffffu, l, x);
+  }
+  if (!(ln.live && ln.part == 0)) return;
+  // outputs_fast's bits are the plain epilogue's, without its branch per
+  // element (fast_epilogue.hpp); the plain one where it declines.
+  const OutVec<float, 4> x = {{v.x, v.y, v.z, v.w}};
+  OutVec<float, 4> out;
+  OutVec<uint16_t, 4> gated;
+  const bool finite = isfinite(l) & isfinite(v.x) & isfinite(v.y) & isfinite(v.z) & isfinite(v.w);
+  if (!(finite && outputs_fast(a, x, l, g.sig, g.ok, out, gated))) outputs_plain(a, x, l, g.gate, out, gated);
+  if (vector_out) {
+    *reinterpret_cast<OutVec<float, 4>*>(a.attn + out0 + ln.e) = out;
+    *reinterpret_cast<OutVec<uint16_t, 4>*>(a.gated + out0 + ln.e) = gated;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      a.attn[out0 + ln.e + k] = out.v[k];
+      a.gated[out0 + ln.e + k] = gated.v[k];
+    }
+  }
+}
+
 // One block of 4 warps per split of a (row, KV group); a launch has about
 // one block per multiprocessor, all resident at once (the launcher checks).
 // The block takes its columns in tiles of 32 ids (one, at the model's
@@ -225,7 +368,7 @@ __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lan
 //           V by ldmatrix.trans, k16 mmas. No warp holds a whole output
 //           row, so no warps merge.
 // Then each block stores its (m, l, O), O unnormalised, to the workspace,
-// and the pair's blocks meet at a barrier (pair_barrier). After it, block j
+// and the pair's blocks meet at a barrier (pair_arrive, pair_wait). After it, block j
 // merges its share of the pair's outputs over all S blocks: `parts` threads
 // per output quad load their splits' partials and (m, l) into registers at
 // once (one round trip), take the head's max M by shuffles, sum O_s w_s and
@@ -235,11 +378,11 @@ __device__ inline void row_meta(const KernelArgs& a, bool real, int req, int lan
 // gated output (outputs_fast: no branch per element, twenty-eighth pass).
 // No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
-// block (median block, us after the wait; 8.2 us per launch in the stamped
-// build): request and count 0.6, ids 0.9, slots 1.2, copies issued 1.4,
-// first K landed 2.4, attention done 3.6, partials stored 4.0, barrier
-// passed 5.3, merge (m, l) landed 6.2, sums 6.7, outputs stored 7.3
-// (docs/performance.md, twenty-sixth pass).
+// block given slots (median block, us after the wait; 7.0 us per launch in
+// the stamped build): the slot row and count 0.7, the tile's slots 1.0,
+// copies issued 1.3, first K landed 2.1, attention done 3.4, partials
+// stored 3.7, barrier passed 5.0, merge (m, l) landed 5.7, sums 5.9,
+// outputs stored 6.2 (docs/performance.md, thirty-third pass).
 template <int D>
 __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
@@ -524,8 +667,12 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     if (gq + 8 < nh)
       *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2) = make_float2(m_run[1], l_run[1]);
   }
-  pair_barrier(spread_counters + sa.counters + b.row * a.kv_heads + b.g, b.j, S);
-  if (b.quads == 0) return;
+  uint32_t* const counter = spread_counters + sa.counters + b.row * a.kv_heads + b.g;
+  const uint32_t arrived = pair_arrive(counter, b.j, S);
+  if (b.quads == 0) {
+    pair_wait(counter, arrived);
+    return;
+  }
 
   // The merge of this block's share. `parts` threads per quad (one warp's
   // consecutive lanes) each load their splits s = part (mod parts) of the
@@ -538,76 +685,29 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // the same bits whatever the blocks' timing). The quad's first thread
   // stores A = O / L and the gated output. Rounds are uniform over the
   // block, so every lane reaches the shuffles.
-  const int quads = b.quads;
+  // One warp per scheduler runs this code: nothing hides an instruction's
+  // latency but the instructions beside it. So what does not need the
+  // partials (the first round's addresses and its gates' sigmoids) runs
+  // before the wait, behind the barrier's round trip, and the weights come
+  // all at once, not one split at a time: from the release to the outputs
+  // 1.2 us instead of 1.8 (docs/performance.md, thirty-third pass).
   // A quad's 4 outputs in one store each where the outputs allow it (out0
   // and e are multiples of 4 elements, so only the bases decide).
   const bool vector_out = reinterpret_cast<uintptr_t>(a.attn) % 16 == 0 && reinterpret_cast<uintptr_t>(a.gated) % 8 == 0;
-  const float2* ml_all = reinterpret_cast<const float2*>(a.ws_ml);
-  const float4* o_all = reinterpret_cast<const float4*>(a.ws_acc);
-  for (int t0 = 0; t0 < parts * quads; t0 += kSpThreads) {
-    const int t = t0 + tid, q = t / parts, part = t % parts;
-    const bool live = q < quads;
-    const int e = (b.quad0 + (live ? q : 0)) * 4;
-    const int64_t head = head0 + e / D;
-    float2 ml[kMergeSplits];
-    float4 o[kMergeSplits];
+  MergeLane lane_now = merge_lane(a, b, head0, parts, tid, D);
+  MergeGate gate_now = merge_gate(a, OutVec<uint16_t, 4>{{gate0[0], gate0[1], gate0[2], gate0[3]}});
+  pin(lane_now, gate_now);
+  pair_wait(counter, arrived);
+  merge_round<D>(a, lane_now, gate_now, parts, out0, vector_out);
+  // Later rounds (a share past kSpThreads / parts quads): the same, each
+  // computing its own addresses and loading its own gates.
+  for (int t0 = kSpThreads; t0 < parts * b.quads; t0 += kSpThreads) {
+    const MergeLane ln = merge_lane(a, b, head0, parts, t0 + tid, D);
+    OutVec<uint16_t, 4> gate = {{0, 0, 0, 0}};
+    if (ln.live && ln.part == 0)
 #pragma unroll
-    for (int k = 0; k < kMergeSplits; ++k) {
-      const int s = part + k * parts;
-      ml[k] = make_float2(-INFINITY, 0.0f);
-      o[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (live && s < S) {
-        ml[k] = __ldcg(ml_all + head * S + s);
-        o[k] = __ldcg(o_all + ((head * S + s) * D + e % D) / 4);
-      }
-    }
-    float m = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < kMergeSplits; ++k) m = fmaxf(m, ml[k].x);
-    for (int x = 1; x < parts; x <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float l = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kMergeSplits; ++k) {
-      if (part + k * parts < S) {
-        // A block that attended nothing weighs 0.
-        const float w = ml[k].x == -INFINITY ? 0.0f : mma::exp2_approx((ml[k].x - m) * mma::kLog2e);
-        l = fmaf(ml[k].y, w, l);
-        v.x = fmaf(o[k].x, w, v.x);
-        v.y = fmaf(o[k].y, w, v.y);
-        v.z = fmaf(o[k].z, w, v.z);
-        v.w = fmaf(o[k].w, w, v.w);
-      }
-    }
-    for (int x = 1; x < parts; x <<= 1) {
-      v.x += __shfl_xor_sync(0xffffffffu, v.x, x);
-      v.y += __shfl_xor_sync(0xffffffffu, v.y, x);
-      v.z += __shfl_xor_sync(0xffffffffu, v.z, x);
-      v.w += __shfl_xor_sync(0xffffffffu, v.w, x);
-      l += __shfl_xor_sync(0xffffffffu, l, x);
-    }
-    if (live && part == 0) {
-      // outputs_fast's bits are the plain epilogue's, without its branch
-      // per element (fast_epilogue.hpp); the plain one where it declines.
-      const OutVec<float, 4> x = {{v.x, v.y, v.z, v.w}};
-      OutVec<uint16_t, 4> gate;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) gate.v[k] = t0 == 0 ? gate0[k] : a.gate[out0 + e + k];
-      OutVec<float, 4> out;
-      OutVec<uint16_t, 4> gated;
-      const bool finite = isfinite(l) & isfinite(v.x) & isfinite(v.y) & isfinite(v.z) & isfinite(v.w);
-      if (!(finite && outputs_fast(a, x, l, gate, out, gated))) outputs_plain(a, x, l, gate, out, gated);
-      if (vector_out) {
-        *reinterpret_cast<OutVec<float, 4>*>(a.attn + out0 + e) = out;
-        *reinterpret_cast<OutVec<uint16_t, 4>*>(a.gated + out0 + e) = gated;
-      } else {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          a.attn[out0 + e + k] = out.v[k];
-          a.gated[out0 + e + k] = gated.v[k];
-        }
-      }
-    }
+      for (int k = 0; k < 4; ++k) gate.v[k] = a.gate[out0 + ln.e + k];
+    merge_round<D>(a, ln, merge_gate(a, gate), parts, out0, vector_out);
   }
 }
 
