@@ -4,7 +4,7 @@
 // a ring of kArrivalRing counters in a __device__ array of its own (zero
 // when its module loads, on every device), and each launch takes the next
 // n of them. A barrier's blocks add a total of 2^31 to their counter
-// (sparse_attention_spread.hip's pair_barrier), so it only flips the
+// (sparse_attention_spread.hip's pair_arrive), so it only flips the
 // counter's top bit and needs no reset, and the replays of a captured graph
 // may reuse one launch's counters. A counter is shared by two launches only
 // if kArrivalRing / n launches that use the ring are in flight at once (one
