@@ -646,26 +646,36 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // (issued before the copies they delay the slot chain, behind them they
   // land 0.3 us after the attention; docs/performance.md, twenty-sixth
   // pass). A share past kSpThreads / parts quads loads the rest in the merge.
-  uint16_t gate0[4] = {0, 0, 0, 0};
-  if (tid % parts == 0 && tid / parts < b.quads)
+  // Every thread loads, a thread that stores no quad its group's first
+  // (an address that exists): behind a branch nvcc moved the gates'
+  // conversion to float up to the loads, and each warp waited for them
+  // before its partials' stores.
+  const int gate_quad = (tid & (parts - 1)) == 0 && (tid >> (__ffs(parts) - 1)) < b.quads
+                            ? b.quad0 + (tid >> (__ffs(parts) - 1))
+                            : 0;
+  uint16_t gate0[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + (b.quad0 + tid / parts) * 4 + e];
+  for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + gate_quad * 4 + e];
 
-  // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2].
+  // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2],
+  // each pair in one 8-byte store (__stcg's vector form: as plain stores
+  // nvcc split the second head row's into two).
   const int S = b.splits;
   const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
 #pragma unroll
   for (int j = 0; j < kOwn; ++j) {
     const int d = (warp + kSpWarps * j) * 8 + 2 * tq;
     if (gq < nh)
-      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq) * S + b.j) * D + d) = make_float2(acc[j][0], acc[j][1]);
+      __stcg(reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq) * S + b.j) * D + d), make_float2(acc[j][0], acc[j][1]));
     if (gq + 8 < nh)
-      *reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq + 8) * S + b.j) * D + d) = make_float2(acc[j][2], acc[j][3]);
+      __stcg(reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq + 8) * S + b.j) * D + d),
+             make_float2(acc[j][2], acc[j][3]));
   }
   if (warp == 0 && tq == 0) {  // every warp holds the same (m, l)
-    if (gq < nh) *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq) * S + b.j) * 2) = make_float2(m_run[0], l_run[0]);
+    if (gq < nh)
+      __stcg(reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq) * S + b.j) * 2), make_float2(m_run[0], l_run[0]));
     if (gq + 8 < nh)
-      *reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2) = make_float2(m_run[1], l_run[1]);
+      __stcg(reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2), make_float2(m_run[1], l_run[1]));
   }
   uint32_t* const counter = spread_counters + sa.counters + b.row * a.kv_heads + b.g;
   const uint32_t arrived = pair_arrive(counter, b.j, S);
