@@ -378,11 +378,11 @@ __device__ inline void merge_round(const KernelArgs& a, const MergeLane& ln, con
 // gated output (outputs_fast: no branch per element, twenty-eighth pass).
 // No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
-// block given slots (median block, us after the wait; 7.0 us per launch in
+// block given slots (median block, us after the wait; 6.7 us per launch in
 // the stamped build): the slot row and count 0.7, the tile's slots 1.0,
-// copies issued 1.3, first K landed 2.1, attention done 3.4, partials
-// stored 3.7, barrier passed 5.0, merge (m, l) landed 5.7, sums 5.9,
-// outputs stored 6.2 (docs/performance.md, thirty-third pass).
+// copies issued 1.3, K landed 2.1, logits 2.6, V landed 2.9, attention done
+// 3.2, partials stored 3.5, barrier passed 4.7, merge (m, l) landed 5.4,
+// sums 5.6, outputs stored 5.8 (docs/performance.md, thirty-third pass).
 template <int D>
 __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
@@ -700,7 +700,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // partials (the first round's addresses and its gates' sigmoids) runs
   // before the wait, behind the barrier's round trip, and the weights come
   // all at once, not one split at a time: from the release to the outputs
-  // 1.2 us instead of 1.8 (docs/performance.md, thirty-third pass).
+  // 1.1 us instead of 1.9 (docs/performance.md, thirty-third pass).
   // A quad's 4 outputs in one store each where the outputs allow it (out0
   // and e are multiples of 4 elements, so only the bases decide).
   const bool vector_out = reinterpret_cast<uintptr_t>(a.attn) % 16 == 0 && reinterpret_cast<uintptr_t>(a.gated) % 8 == 0;
