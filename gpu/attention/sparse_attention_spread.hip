@@ -171,33 +171,48 @@ __device__ inline SpBlock sp_block(const KernelArgs& a, int head_dim) {
   return b;
 }
 
-// A merging thread's place in one round (thread t of the round: quad
-// t / parts of the block's share, part t mod parts): its quad's first
-// element e of the group's nh · D outputs, whether the quad is in the share
-// (`live`), and where its splits' partials lie: split part + k · parts's
-// (m, l) at ml[k] and O quad at o[k], for k < splits (0 where not live).
-// Every address is computed here, before the loads may go: the first
-// round's before the barrier's wait.
+// Thread t's place in a round of the merge: quad t / parts of the block's
+// share (`q`), part t mod parts (parts is a power of two); the quad's first
+// part stores its outputs where the quad is in the share (`stores`).
+struct MergeQuad {
+  int q, part;
+  bool live, stores;
+};
+
+__device__ inline MergeQuad merge_quad(const SpBlock& b, int parts, int t) {
+  MergeQuad m;
+  m.q = t >> (__ffs(parts) - 1);
+  m.part = t & (parts - 1);
+  m.live = m.q < b.quads;
+  m.stores = m.live && m.part == 0;
+  return m;
+}
+
+// A merging thread's lane in one round: its quad's first element e of the
+// group's nh · D outputs, whether it stores them (MergeQuad), and where its
+// splits' partials lie: split part + k · parts's (m, l) at ml[k] and O quad
+// at o[k], for k < splits (0 outside the share). Every address is computed
+// here, before the loads may go: the first round's before the barrier's
+// wait.
 struct MergeLane {
   const float2* ml[kMergeSplits];
   const float4* o[kMergeSplits];
-  int e, part, splits;
-  bool live;
+  int e, splits;
+  bool stores;
 };
 
 __device__ inline MergeLane merge_lane(const KernelArgs& a, const SpBlock& b, int64_t head0, int parts, int t,
                                        int head_dim) {
-  const int shift = __ffs(parts) - 1;  // parts is a power of two
-  const int q = t >> shift;
+  const MergeQuad mq = merge_quad(b, parts, t);
   const int S = b.splits;
   MergeLane ln;
-  ln.part = t & (parts - 1);
-  ln.live = q < b.quads;
-  ln.e = (b.quad0 + (ln.live ? q : 0)) * 4;
-  ln.splits = ln.live && ln.part < S ? min(kMergeSplits, (S - ln.part + parts - 1) >> shift) : 0;
+  ln.stores = mq.stores;
+  ln.e = (b.quad0 + (mq.live ? mq.q : 0)) * 4;
+  ln.splits = mq.live && mq.part < S ? min(kMergeSplits, (S - mq.part + parts - 1) >> (__ffs(parts) - 1)) : 0;
   const int64_t head = head0 + ln.e / head_dim;
-  const float2* ml = reinterpret_cast<const float2*>(a.ws_ml) + head * S + ln.part;
-  const float4* o = reinterpret_cast<const float4*>(a.ws_acc) + ((head * S + ln.part) * head_dim + ln.e % head_dim) / 4;
+  const float2* ml = reinterpret_cast<const float2*>(a.ws_ml) + head * S + mq.part;
+  const float4* o =
+      reinterpret_cast<const float4*>(a.ws_acc) + ((head * S + mq.part) * head_dim + ln.e % head_dim) / 4;
 #pragma unroll
   for (int k = 0; k < kMergeSplits; ++k) {
     ln.ml[k] = ml + k * parts;
@@ -271,10 +286,10 @@ __device__ inline MergeGate merge_gate(const KernelArgs& a, const OutVec<uint16_
 __device__ inline void pin(MergeLane& ln, MergeGate& g) {
 #pragma unroll
   for (int k = 0; k < kMergeSplits; ++k) asm volatile("" : "+l"(ln.ml[k]), "+l"(ln.o[k]));
-  int live = ln.live, ok = g.ok;
-  asm volatile("" : "+r"(ln.e), "+r"(ln.part), "+r"(ln.splits), "+r"(live), "+r"(ok));
+  int stores = ln.stores, ok = g.ok;
+  asm volatile("" : "+r"(ln.e), "+r"(ln.splits), "+r"(stores), "+r"(ok));
   asm volatile("" : "+f"(g.sig[0]), "+f"(g.sig[1]), "+f"(g.sig[2]), "+f"(g.sig[3]));
-  ln.live = live != 0;
+  ln.stores = stores != 0;
   g.ok = ok != 0;
 }
 
@@ -328,7 +343,7 @@ __device__ inline void merge_round(const KernelArgs& a, const MergeLane& ln, con
     v.w += __shfl_xor_sync(0xffffffffu, v.w, x);
     l += __shfl_xor_sync(0xffffffffu, l, x);
   }
-  if (!(ln.live && ln.part == 0)) return;
+  if (!ln.stores) return;
   // outputs_fast's bits are the plain epilogue's, without its branch per
   // element (fast_epilogue.hpp); the plain one where it declines.
   const OutVec<float, 4> x = {{v.x, v.y, v.z, v.w}};
@@ -650,9 +665,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // (an address that exists): behind a branch nvcc moved the gates'
   // conversion to float up to the loads, and each warp waited for them
   // before its partials' stores.
-  const int gate_quad = (tid & (parts - 1)) == 0 && (tid >> (__ffs(parts) - 1)) < b.quads
-                            ? b.quad0 + (tid >> (__ffs(parts) - 1))
-                            : 0;
+  const MergeQuad first = merge_quad(b, parts, tid);
+  const int gate_quad = first.stores ? b.quad0 + first.q : 0;
   uint16_t gate0[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + gate_quad * 4 + e];
@@ -679,10 +693,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   }
   uint32_t* const counter = spread_counters + sa.counters + b.row * a.kv_heads + b.g;
   const uint32_t arrived = pair_arrive(counter, b.j, S);
-  if (b.quads == 0) {
-    pair_wait(counter, arrived);
-    return;
-  }
+  if (b.quads == 0) return;  // its arrival was all the others needed of it; it reads nothing of theirs
 
   // The merge of this block's share. `parts` threads per quad (one warp's
   // consecutive lanes) each load their splits s = part (mod parts) of the
@@ -714,7 +725,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   for (int t0 = kSpThreads; t0 < parts * b.quads; t0 += kSpThreads) {
     const MergeLane ln = merge_lane(a, b, head0, parts, t0 + tid, D);
     OutVec<uint16_t, 4> gate = {{0, 0, 0, 0}};
-    if (ln.live && ln.part == 0)
+    if (ln.stores)
 #pragma unroll
       for (int k = 0; k < 4; ++k) gate.v[k] = a.gate[out0 + ln.e + k];
     merge_round<D>(a, ln, merge_gate(a, gate), parts, out0, vector_out);
