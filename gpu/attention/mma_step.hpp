@@ -235,6 +235,29 @@ __device__ void bf16_logits(float (&sc)[kChains][4], uint32_t q_lane, const uint
   }
 }
 
+// Q's A fragments for every k16 slice, held in registers by a kernel whose
+// Q stays put across its tiles (the spread kernel's: loaded while the first
+// tile's K rows are still in flight, which takes them and a block barrier
+// off the path from K's landing to the logits).
+template <int D>
+__device__ void load_q_fragments(uint32_t (&qa)[D / 16][4], uint32_t q_lane) {
+#pragma unroll
+  for (int k = 0; k < D / 16; ++k) ldmatrix_x4(qa[k], q_lane + k * 32);
+}
+
+// bf16_logits with Q's fragments already in registers (load_q_fragments).
+template <int D>
+__device__ void bf16_logits(float (&sc)[kChains][4], const uint32_t (&qa)[D / 16][4], const uint32_t (&k_lane)[2]) {
+#pragma unroll
+  for (int kp = 0; kp < D / 32; ++kp) {
+    uint32_t b[4];
+    ldmatrix_x4(b, k_lane[kp & 1] + kp * 64);
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      mma_bf16(sc[(2 * kp + half) % kChains], qa[2 * kp + half], b[2 * half], b[2 * half + 1]);
+  }
+}
+
 // O[16 heads, D] += P V for a bf16 cache, V through ldmatrix.trans.
 template <int D>
 __device__ void bf16_pv(float (&acc)[D / 8][4], uint32_t pa0, uint32_t pa1, const uint32_t (&v_lane)[2]) {

@@ -374,7 +374,8 @@ __device__ inline void merge_round(const KernelArgs& a, const MergeLane& ln, con
 //           kBulkV its lanes 0-7 copy the V rows by one bulk copy each,
 //           or write zeros, completing on the block's mbarrier);
 //   logits  warp w: S[16 heads, 8 ids] = Q K^T for its own 8 rows (the
-//           split-K kernel's bf16_logits), masked, and its max per head row;
+//           split-K kernel's bf16_logits, with Q's fragments in registers
+//           since the first tile), masked, and its max per head row;
 //   weights after a block barrier, each warp takes the tile's max per head
 //           row (one running max, exact: no lag) and writes P = bf16(
 //           exp(S - m)) for its 8 ids to shared memory, and their sum;
@@ -510,6 +511,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
 
+  uint32_t q_frag[D / 16][4];  // Q's A fragments, loaded in the first tile
   for (int t = 0; t < tiles; ++t) {
     if (t > 0) __syncthreads();  // every warp is done with the previous tile's K, V, P and statistics
     int32_t* slot_s = reinterpret_cast<int32_t*>(smem + L::kSlot);
@@ -568,19 +570,30 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     const bool live0 = __shfl_sync(0xffffffffu, slot, 2 * tq) >= 0;
     const bool live1 = __shfl_sync(0xffffffffu, slot, 2 * tq + 1) >= 0;
 
-    cp_async_wait<kBulkV ? 0 : 1>();  // Q (at t = 0) and this lane's K copies; V may still fly
     if (t == 0) {
-      __syncthreads();  // Q came from every warp
-    } else {
-      __syncwarp();  // the warp's own K rows
+      // Q landed long before (its copies went first); its fragments go to
+      // registers now, while K flies, so that K's landing is followed by
+      // K's ldmatrix and the mmas alone, with no block barrier between
+      // (one row 6.67 -> 6.53 us; docs/performance.md, thirty-fourth pass).
+      cp_async_wait<kBulkV ? 1 : 2>();  // this thread's Q copies (K's, and V's without kBulkV, may fly)
+      __syncthreads();                  // Q came from every warp
+      mma::load_q_fragments<D>(q_frag, q_lane);
     }
+    cp_async_wait<kBulkV ? 0 : 1>();  // this lane's K copies; V may still fly
+    __syncwarp();                     // the warp's own K rows
     float sc[kChains][4] = {};
-    mma::bf16_logits<D>(sc, q_lane, k_lane);
+    mma::bf16_logits<D>(sc, q_frag, k_lane);
+    // Scaled (and rounded) logits, the flag tested once: tested per element,
+    // each of the four waited for the one before (-0.07 us at one row).
     float s4[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float x = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
-      s4[e] = a.round_logits ? round_bf16(round_bf16(x) * a.scale) : x * a.scale;
+    for (int e = 0; e < 4; ++e) s4[e] = ((sc[0][e] + sc[1][e]) + (sc[2][e] + sc[3][e])) * a.k_scale;
+    if (a.round_logits) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[e] = round_bf16(round_bf16(s4[e]) * a.scale);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s4[e] *= a.scale;
     }
     // Row gq's logits of ids 2tq, 2tq + 1 in s4[0..1], row gq + 8's in s4[2..3].
     float r0[2] = {live0 ? s4[0] : -INFINITY, live1 ? s4[1] : -INFINITY};
