@@ -394,11 +394,13 @@ __device__ inline void merge_round(const KernelArgs& a, const MergeLane& ln, con
 // gated output (outputs_fast: no branch per element, twenty-eighth pass).
 // No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
-// block given slots (median block, us after the wait; 6.7 us per launch in
+// block given slots (median block, us after the wait; 6.4 us per launch in
 // the stamped build): the slot row and count 0.7, the tile's slots 1.0,
-// copies issued 1.3, K landed 2.1, logits 2.6, V landed 2.9, attention done
-// 3.2, partials stored 3.5, barrier passed 4.7, merge (m, l) landed 5.4,
-// sums 5.6, outputs stored 5.8 (docs/performance.md, thirty-third pass).
+// copies issued 1.4, thread 0's warp's K landed 2.1, its logits 2.2, V
+// landed 2.6, attention done 2.9, partials stored 3.2, barrier passed 4.5,
+// merge (m, l) landed 5.2, sums 5.3, outputs stored 5.5 (docs/performance.md,
+// thirty-fourth pass): V's landing, not the arithmetic, now sets when PV
+// starts.
 template <int D>
 __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
@@ -574,7 +576,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       // Q landed long before (its copies went first); its fragments go to
       // registers now, while K flies, so that K's landing is followed by
       // K's ldmatrix and the mmas alone, with no block barrier between
-      // (one row 6.67 -> 6.53 us; docs/performance.md, thirty-fourth pass).
+      // (with the flag below tested once: one row 6.66 -> 6.47 us;
+      // docs/performance.md, thirty-fourth pass).
       cp_async_wait<kBulkV ? 1 : 2>();  // this thread's Q copies (K's, and V's without kBulkV, may fly)
       __syncthreads();                  // Q came from every warp
       mma::load_q_fragments<D>(q_frag, q_lane);
