@@ -118,14 +118,14 @@ __device__ inline uint32_t load_acquire(const uint32_t* p) {
 // read every other block's arrival. Each block's global stores before its
 // arrival are visible to every block's loads after its wait (the arrival's
 // atomic is acq_rel, the wait's load acquires; the block barriers at both).
-// One atom.acq_rel instead of a fence and a relaxed atomic, and no poll for
-// the last block: one row 6.47 -> 6.42 us, the same way in three A/Bs but
-// under the 1% they call a change (docs/performance.md, thirty-fifth
-// pass). Between the two the block may run code that reads
-// nothing the others wrote. A block that polls kPollLimit times (seconds)
-// traps: some block of the pair is not resident and never will be (two
-// launches on two streams each holding part of the GPU), and the launch
-// fails instead of hanging.
+// Between the two the block may run code that reads nothing the others
+// wrote. A block that polls kPollLimit times (seconds) traps: some block
+// of the pair is not resident and never will be (two launches on two
+// streams each holding part of the GPU), and the launch fails instead of
+// hanging. One atom.acq_rel instead of a fence and a relaxed atomic, and
+// no poll for the last block: one row 6.47 -> 6.42 us, the same way in
+// three A/Bs but under the 1% they call a change (docs/performance.md,
+// thirty-fifth pass).
 constexpr uint32_t kPollLimit = 1u << 24;
 // The arrival; thread 0's result is the counter after its addition (pair_wait's).
 __device__ inline uint32_t pair_arrive(uint32_t* counter, int block, int blocks) {
