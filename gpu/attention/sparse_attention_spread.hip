@@ -402,13 +402,12 @@ __device__ inline void merge_round(const KernelArgs& a, const MergeLane& ln, con
 // gated output (outputs_fast: no branch per element, twenty-eighth pass).
 // No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
-// block given slots (median block, us after the wait; 6.4 us per launch in
-// the stamped build): the slot row and count 0.7, the tile's slots 1.0,
-// copies issued 1.4, thread 0's warp's K landed 2.1, its logits 2.2, V
-// landed 2.6, attention done 2.9, partials stored 3.2, barrier passed 4.5,
-// merge (m, l) landed 5.2, sums 5.3, outputs stored 5.5 (docs/performance.md,
-// thirty-fourth pass): V's landing, not the arithmetic, now sets when PV
-// starts.
+// block given slots (median block, us after the wait; 6.34 us per launch in
+// the stamped build): the slot row and count 0.5, the tile's slots 0.7,
+// copies issued 1.1, thread 0's warp's K landed 1.7, its logits 1.8, V
+// landed 2.4, attention done 2.6, partials stored 3.0, barrier passed 4.3,
+// merge (m, l) landed 5.0, sums 5.2, outputs stored 5.4 (docs/performance.md,
+// thirty-sixth pass): V's landing, not the arithmetic, sets when PV starts.
 template <int D>
 __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
@@ -438,12 +437,65 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // decides (row_meta). With slots the kernel reads neither.
   const bool by_slot = a.token_slots != nullptr;
   const int req_guess = threadIdx.x < 32 && !by_slot ? __ldcg(a.token_to_req + b.row) : -1;
-  wait_for_primary();
-  allow_dependent_launch();
+  // Everything the slot chain and the first copies need that the previous
+  // kernel does not write is computed here, before the wait, and pinned
+  // (the empty asm statements): nvcc otherwise computed it after the wait,
+  // on the chain, where with one warp per scheduler nothing hides an
+  // instruction's latency. The slots resolved 0.74 -> 0.67 us after the
+  // wait, one row 6.28 -> 6.10 us (docs/performance.md, thirty-sixth pass).
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;
-  const int nh = a.heads / a.kv_heads;
-  const int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
+  int nh = a.heads / a.kv_heads;
+  int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
+  const bool meta = warp == 0;
+  const int32_t* row_ids = (by_slot ? a.token_slots : a.token_idx) + b.row * a.index_width;
+  int64_t slot_limit = a.num_pages * a.page_size;  // a slot past the cache reads nothing
+  int parts = merge_parts(merge_share(nh, D, b.splits), b.splits);
+  int tiles = (b.nominal_end - b.begin + kSpTile - 1) / kSpTile;  // uniform over the block
+  const uint32_t k_tile = smem_addr(smem + L::kK), v_tile = smem_addr(smem + L::kV);
+  uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * D * 2;
+  const unsigned char* k_src = static_cast<const unsigned char*>(a.k_cache) + static_cast<int64_t>(b.g) * D * 2;
+  const unsigned char* v_src = static_cast<const unsigned char*>(a.v_cache) + static_cast<int64_t>(b.g) * D * 2;
+  // ldmatrix lane addresses: Q and P as A operands (rows (lane & 7) + 8 ·
+  // bit 3, columns + 8 · bit 4); K of the warp's 8 rows (kv_lane_offsets);
+  // V rows (lane & 7) + 8 · bit 3 (b0 and b1 of a k16 slice) at dim tile
+  // w + 4 · bit 4, so that one ldmatrix.trans serves tiles 2p and 2p + 1 of
+  // the warp's (w + 8p and w + 8p + 4: 128 bytes on per p, past the
+  // swizzle's bits).
+  const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8;
+  uint32_t q_lane = smem_addr(q_s) + (a_row * L::kQPitch + (lane >> 4) * 8) * 2;
+  uint32_t p_lane = smem_addr(p_s) + (a_row * L::kPPitch + (lane >> 4) * 8) * 2;
+  uint32_t k_off[2];
+  mma::kv_lane_offsets<D>(lane, k_off);
+  const uint32_t k_warp = k_tile + warp * 8 * L::kRowBytes;
+  uint32_t k_lane[2] = {k_warp + k_off[0], k_warp + k_off[1]};
+  const uint32_t v_dims = static_cast<uint32_t>((warp + kSpWarps * (lane >> 4)) * 16);
+  uint32_t v_lane = v_tile + a_row * L::kVPitch + (kBulkV ? v_dims : v_dims ^ swizzle(a_row));
+
+  // The first loads' addresses (warp 0: the count column and lane l's
+  // column b.begin + l) and this thread's Q copies (rows past the group's
+  // heads zero-filled).
+  const int32_t* count_at = row_ids + (a.index_width - 1);
+  const int32_t* id_at = row_ids + b.begin + lane;
+  int id_ok = b.begin + lane < b.nominal_end;
+  constexpr int kQCopies = kM * D / 8 / kSpThreads;
+  static_assert(kQCopies * kSpThreads == kM * D / 8, "Q's pieces split evenly over the threads");
+  const uint16_t* q_src[kQCopies];
+  uint32_t q_dst[kQCopies];
+  int q_ok[kQCopies];
+#pragma unroll
+  for (int k = 0; k < kQCopies; ++k) {
+    const int i = tid + k * kSpThreads, h = i / (D / 8), c = (i % (D / 8)) * 8;
+    q_dst[k] = smem_addr(q_s + h * L::kQPitch + c);
+    q_src[k] = a.q + out0 + static_cast<int64_t>(min(h, nh - 1)) * D + c;
+    q_ok[k] = h < nh;
+    asm volatile("" : "+l"(q_src[k]), "+r"(q_dst[k]), "+r"(q_ok[k]));
+  }
+  asm volatile("" : "+l"(count_at), "+l"(id_at), "+r"(id_ok));
+  asm volatile("" : "+r"(nh), "+l"(out0), "+l"(row_ids), "+l"(slot_limit), "+r"(parts), "+r"(tiles));
+  asm volatile("" : "+l"(k_src), "+l"(v_src), "+r"(row_bytes), "+r"(k_lane[0]), "+r"(k_lane[1]), "+r"(v_lane),
+               "+r"(q_lane), "+r"(p_lane));
+  wait_for_primary();
 
   // The slot chain's first links before anything else: the count column,
   // the row's request and the first tile's ids, so that no load or copy
@@ -457,16 +509,12 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // their row holds the count column too, and a column that attends
   // nothing (a padding row's every column) is -1, so neither the request
   // nor the table is read.
-  const bool meta = warp == 0;
-  const int32_t* row_ids = (by_slot ? a.token_slots : a.token_idx) + b.row * a.index_width;
-  const int64_t slot_limit = a.num_pages * a.page_size;  // a slot past the cache reads nothing
   int32_t count = 0, id = -1;
   int req = -1;
   if (meta) {
-    count = a.count_column ? row_ids[a.index_width - 1] : 0;
+    count = a.count_column ? *count_at : 0;
     req = by_slot ? -1 : a.token_to_req[b.row];
-    const int col = b.begin + lane;
-    id = col < b.nominal_end ? row_ids[col] : -1;
+    id = id_ok ? *id_at : -1;
   }
   // The guessed row's seq_len and table entries, loaded now (replaced below
   // where the loaded request differs).
@@ -474,14 +522,10 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   int32_t table[kTableRegs];
   row_meta(a, meta && req_guess >= 0 && req_guess < a.num_reqs, req_guess, lane, seq_len, table);
 
-  // Q (rows past the group's heads zero-filled) in its own copy group.
-  for (int i = tid; i < kM * D / 8; i += kSpThreads) {
-    const int h = i / (D / 8), c = (i % (D / 8)) * 8;
-    cp_async16(smem_addr(q_s + h * L::kQPitch + c), a.q + out0 + static_cast<int64_t>(min(h, nh - 1)) * D + c,
-               h < nh);
-  }
+  // Q in its own copy group.
+#pragma unroll
+  for (int k = 0; k < kQCopies; ++k) cp_async16(q_dst[k], q_src[k], q_ok[k] != 0);
   cp_async_commit();
-  const int parts = merge_parts(merge_share(nh, D, b.splits), b.splits);
 
   // The row's counted columns (split_columns' rule).
   int n = a.index_width - (a.count_column ? 1 : 0);
@@ -492,27 +536,6 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   if (req != req_guess) row_meta(a, real, req, lane, seq_len, table);
   const int32_t* table_row = table_row_of(a, real && !by_slot, req);
   const int end = real ? min(n, b.nominal_end) : b.begin;
-  const int tiles = (b.nominal_end - b.begin + kSpTile - 1) / kSpTile;  // uniform over the block
-
-  const uint32_t k_tile = smem_addr(smem + L::kK), v_tile = smem_addr(smem + L::kV);
-  const uint32_t row_bytes = static_cast<uint32_t>(a.kv_heads) * D * 2;
-  const unsigned char* k_src = static_cast<const unsigned char*>(a.k_cache) + static_cast<int64_t>(b.g) * D * 2;
-  const unsigned char* v_src = static_cast<const unsigned char*>(a.v_cache) + static_cast<int64_t>(b.g) * D * 2;
-  // ldmatrix lane addresses: Q and P as A operands (rows (lane & 7) + 8 ·
-  // bit 3, columns + 8 · bit 4); K of the warp's 8 rows (kv_lane_offsets);
-  // V rows (lane & 7) + 8 · bit 3 (b0 and b1 of a k16 slice) at dim tile
-  // w + 4 · bit 4, so that one ldmatrix.trans serves tiles 2p and 2p + 1 of
-  // the warp's (w + 8p and w + 8p + 4: 128 bytes on per p, past the
-  // swizzle's bits).
-  const int a_row = (lane & 7) + ((lane >> 3) & 1) * 8;
-  const uint32_t q_lane = smem_addr(q_s) + (a_row * L::kQPitch + (lane >> 4) * 8) * 2;
-  const uint32_t p_lane = smem_addr(p_s) + (a_row * L::kPPitch + (lane >> 4) * 8) * 2;
-  uint32_t k_off[2];
-  mma::kv_lane_offsets<D>(lane, k_off);
-  const uint32_t k_warp = k_tile + warp * 8 * L::kRowBytes;
-  const uint32_t k_lane[2] = {k_warp + k_off[0], k_warp + k_off[1]};
-  const uint32_t v_dims = static_cast<uint32_t>((warp + kSpWarps * (lane >> 4)) * 16);
-  const uint32_t v_lane = v_tile + a_row * L::kVPitch + (kBulkV ? v_dims : v_dims ^ swizzle(a_row));
 
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // head rows gq, gq + 8
   float acc[kOwn][4];
@@ -577,6 +600,12 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
         }
       }
     }
+    // The next kernel may launch once the first tile's copies are out, not
+    // right after the wait: there the trigger held up the instructions
+    // after it (thread 0 stamped its slots 0.3 us later), and the slot chain
+    // waited; here the block is only waiting for K and V. One row 6.40 ->
+    // 6.23 us (docs/performance.md, thirty-sixth pass).
+    if (t == 0) allow_dependent_launch();
     const bool live0 = __shfl_sync(0xffffffffu, slot, 2 * tq) >= 0;
     const bool live1 = __shfl_sync(0xffffffffu, slot, 2 * tq + 1) >= 0;
 
@@ -677,6 +706,7 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
       }
     }
   }
+  if (tiles == 0) allow_dependent_launch();
   cp_async_wait<0>();  // (with no tile: the Q copies) no copy may outlive the tile memory's reuse
 
   // The gates of the output quad this thread stores in the merge's first
