@@ -12,6 +12,11 @@ block released by griddepcontrol.wait: for each point the median over launches o
 block and of the last block, then the barrier's last arrival and releases, and the period
 from one launch's first release to the next's.
 
+The thirty-sixth pass's builds (df961a1-spread-stamps.patch) run with QSA_SP_DIAG=1 (the files
+named *-chain) stamp four points of the slot chain in place of four later ones (8, 9, 12, 13);
+such a file is told by those points all coming before the copies are issued, and they are
+named so.
+
 Usage: scripts/spread_stamps.py FILE.jsonl[.gz]
   e.g. scripts/spread_stamps.py docs/bench/issue7-versions/h200-2026-12-02-spread-stamps-pad.jsonl.gz
 A missing or malformed file (not JSON lines of that shape, no launch) is an error naming it
@@ -36,6 +41,10 @@ LAYOUTS = {
           "partials stored", "barrier passed", "merge (m, l), maxima", "sums",
           "outputs stored"], 1, 10, 11),
 }
+
+
+# A chain run's points 8, 9, 12 and 13 (sixteen values per block, those points before point 5).
+CHAIN_POINTS = {8: "Q copies issued", 9: "tiles computed", 12: "tile loop entered", 13: "slots stored"}
 
 
 def load(path):
@@ -99,6 +108,10 @@ def main():
     med = statistics.median
     POINTS, WAIT, STORED, PASSED = layout(launches)
     times = point_times(launches)
+    chain = len(POINTS) == 15 and 5 in times and all(
+        i in times and med(times[i][0]) < med(times[5][0]) for i in CHAIN_POINTS)
+    if chain:
+        POINTS = [CHAIN_POINTS.get(i, name) for i, name in enumerate(POINTS)]
     SMID = len(POINTS)
     arrival, first_release, median_release, sms = [], [], [], set()
     for r in launches:
@@ -112,7 +125,8 @@ def main():
         sms.add(len({b[SMID] for b in blocks}))
     period = periods(launches)
     print(f"{path}: {len(launches)} launches of {len(launches[0]['blocks'])} blocks on "
-          f"{'/'.join(str(n) for n in sorted(sms))} SMs; us from the first block's wait release")
+          f"{'/'.join(str(n) for n in sorted(sms))} SMs; us from the first block's wait release"
+          + ("; points 8, 9, 12, 13 along the slot chain (QSA_SP_DIAG)" if chain else ""))
     for i, name in enumerate(POINTS):
         if i in times:
             typical, last = times[i]

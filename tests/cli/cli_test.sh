@@ -235,6 +235,18 @@ PY
       expect 0 "${pair#*:}" "$python" "$src/scripts/spread_stamps.py" \
         "$src/docs/bench/issue7-versions/h200-2026-12-03-spread-stamps-${pair%%:*}.jsonl.gz"
     done
+    # The thirty-sixth pass: stamped at its load, the count lands 0.10 us after the wait; a
+    # diagnostic run's slot-chain points are told from the later points they replace and named.
+    v36=$src/docs/bench/issue7-versions/h200-2026-12-04-spread-stamps
+    expect 0 'request and count +median block +0[.]10' "$python" "$src/scripts/spread_stamps.py" "$v36-b3450f9-early-count.jsonl.gz"
+    for pattern in 'Q copies issued +median block +0[.]42' 'slots stored +median block +0[.]64' 'period 6[.]34 us'; do
+      expect 0 "$pattern" "$python" "$src/scripts/spread_stamps.py" "$v36-df961a1-chain.jsonl.gz"
+    done
+    expect 0 'PV results +median block +2[.]35' "$python" "$src/scripts/spread_stamps.py" "$v36-df961a1.jsonl.gz"
+    if "$python" "$src/scripts/spread_stamps.py" "$v36-df961a1.jsonl.gz" | grep -q 'Q copies issued'; then
+      echo "FAIL: spread_stamps.py named a plain run's points as the slot chain's"
+      exit 1
+    fi
     echo '{"seq": 1, "blocks": [[1, 2]]}' > "$work/stamps.jsonl"
     expect 2 'stamps.jsonl: launch 1: a block of 2 values' "$python" "$src/scripts/spread_stamps.py" "$work/stamps.jsonl"
     # The benchmark table shows the host's enqueue time per launch next to the median.
