@@ -439,10 +439,11 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   const int req_guess = threadIdx.x < 32 && !by_slot ? __ldcg(a.token_to_req + b.row) : -1;
   // Everything the slot chain and the first copies need that the previous
   // kernel does not write is computed here, before the wait, and pinned
-  // (the empty asm statements): nvcc otherwise computed it after the wait,
-  // on the chain, where with one warp per scheduler nothing hides an
-  // instruction's latency. The slots resolved 0.74 -> 0.67 us after the
-  // wait, one row 6.28 -> 6.10 us (docs/performance.md, thirty-sixth pass).
+  // (the empty asm statements: without them nvcc may sink it past the wait
+  // again). After the wait it sat on the chain, where with one warp per
+  // scheduler nothing hides an instruction's latency. The slots resolved
+  // 0.74 -> 0.67 us after the wait in the stamped builds, one row 6.28 ->
+  // 6.10 us (docs/performance.md, thirty-sixth pass).
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;
   int nh = a.heads / a.kv_heads;
