@@ -572,15 +572,17 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     __syncthreads();  // the tile's slots
     const int32_t slot = lane < 8 ? slot_s[8 * warp + lane] : -1;
     // The warp's 8 K rows, then their V rows: row r's pieces are
-    // consecutive lanes' (one 16-byte copy each), its slot shuffled from
-    // lane r. With kBulkV lane r < 8 copies V row r whole instead.
+    // consecutive lanes' (one 16-byte copy each), its slot read from shared
+    // memory by every lane (eight broadcast reads that issue back to back,
+    // where shuffles of `slot` waited for lane r's read first). With kBulkV
+    // lane r < 8 copies V row r whole instead.
     const uint32_t v_warp = v_tile + warp * 8 * L::kRowBytes;
 #pragma unroll
     for (int kv = 0; kv < (kBulkV ? 1 : 2); ++kv) {
 #pragma unroll
       for (int k = 0; k < kCopies; ++k) {
         const int idx = lane + 32 * k, r = idx / kPieces, piece = idx % kPieces;
-        const int32_t s = __shfl_sync(0xffffffffu, slot, r);
+        const int32_t s = slot_s[8 * warp + r];
         const uint32_t off = r * L::kRowBytes + ((piece * 16) ^ swizzle(r));
         const unsigned char* src = mad_wide_u32(static_cast<uint32_t>(max(s, 0)), row_bytes, kv ? v_src : k_src);
         cp_async16_unless_negative((kv ? v_warp : k_warp) + off, src + piece * 16, s);
@@ -590,12 +592,18 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     if constexpr (kBulkV) {
       if (lane < 8) {
         // Zeros for an id not attended: its P is 0, but 0 times what the
-        // row held before need not be.
+        // row held before need not be. The first tile's rows need no proxy
+        // fence (no ordinary access of them precedes their copies: a zeroed
+        // row gets no copy in the same tile); later tiles' rows were read by
+        // ldmatrix or zeroed in the tiles before.
         const int row_off = L::kV + (8 * warp + lane) * L::kVPitch;
         sm90::mbarrier_arrive_expect(v_bar, slot >= 0 ? L::kRowBytes : 0);
         if (slot >= 0) {
           const unsigned char* src = v_src + static_cast<int64_t>(slot) * row_bytes;
-          sm90::bulk_copy(smem_addr(smem + row_off), src, L::kRowBytes, v_bar);
+          if (t == 0)
+            sm90::bulk_copy_unfenced(smem_addr(smem + row_off), src, L::kRowBytes, v_bar);
+          else
+            sm90::bulk_copy(smem_addr(smem + row_off), src, L::kRowBytes, v_bar);
         } else {
           for (int c = 0; c < L::kRowBytes; c += 16) *reinterpret_cast<uint4*>(smem + row_off + c) = uint4{};
         }
@@ -607,8 +615,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     // waited; here the block is only waiting for K and V. One row 6.40 ->
     // 6.23 us (docs/performance.md, thirty-sixth pass).
     if (t == 0) allow_dependent_launch();
-    const bool live0 = __shfl_sync(0xffffffffu, slot, 2 * tq) >= 0;
-    const bool live1 = __shfl_sync(0xffffffffu, slot, 2 * tq + 1) >= 0;
+    const bool live0 = slot_s[8 * warp + 2 * tq] >= 0;
+    const bool live1 = slot_s[8 * warp + 2 * tq + 1] >= 0;
 
     if (t == 0) {
       // Q landed long before (its copies went first); its fragments go to

@@ -56,15 +56,24 @@ __device__ inline void mbarrier_wait(uint32_t bar, uint32_t parity) {
 }
 
 // `bytes` (a multiple of 16; dst and src 16-byte aligned) from global
-// memory to this block's shared memory, completing on `bar`. Before it, a
-// `fence.proxy.async.shared::cta` orders the thread's earlier ordinary
-// accesses of dst (the copy engine is another proxy).
+// memory to this block's shared memory, completing on `bar`, with no proxy
+// fence before it: only for dst that no thread of the block has accessed
+// by ordinary loads or stores since the block started (there is nothing to
+// order): the spread kernel's first tile of V rows, which then issue
+// without the fence's MEMBAR.ALL.CTA before each copy.
+__device__ inline void bulk_copy_unfenced(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  QSA_SM90_ASM("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+// The same after a `fence.proxy.async.shared::cta`, which orders the
+// thread's earlier ordinary accesses of dst, and those other threads made
+// visible to it by a block barrier, before the copy (the copy engine is
+// another proxy).
 __device__ inline void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  QSA_SM90_ASM(
-      "fence.proxy.async.shared::cta;\n"
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
+  QSA_SM90_ASM("fence.proxy.async.shared::cta;\n" ::: "memory");
+  bulk_copy_unfenced(dst, src, bytes, bar);
 }
 
 }  // namespace qsa::gpu::sm90
