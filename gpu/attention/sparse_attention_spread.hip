@@ -492,6 +492,26 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     q_ok[k] = h < nh;
     asm volatile("" : "+l"(q_src[k]), "+r"(q_dst[k]), "+r"(q_ok[k]));
   }
+  // The epilogue's addresses too: the block's (m, l, O) in the workspace,
+  // [T, H, S, D] and [T, H, S, 2] (this thread's O pairs of head rows gq and
+  // gq + 8 at dims (warp + kSpWarps j) · 8 + 2 tq, j < kOwn: 32 floats
+  // apart, so the stores take immediate offsets), the gates of the quad it
+  // stores in the merge's first round (thread q · parts stores quad q; a
+  // thread that stores none loads its group's first) and the pair's
+  // counter. Computed after the tiles, their 64-bit index arithmetic was
+  // ~170 instructions between the last PV and the partials' stores, with
+  // one warp per scheduler.
+  const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
+  float* acc_at = a.ws_acc + ((head0 + gq) * b.splits + b.j) * D + warp * 8 + 2 * tq;
+  float* acc_at8 = acc_at + static_cast<int64_t>(8) * b.splits * D;
+  float* ml_at = a.ws_ml + ((head0 + gq) * b.splits + b.j) * 2;
+  float* ml_at8 = ml_at + static_cast<int64_t>(16) * b.splits;
+  int rows_ok = (gq < nh ? 1 : 0) | (gq + 8 < nh ? 2 : 0);
+  const MergeQuad first = merge_quad(b, parts, tid);
+  const uint16_t* gate_at = a.gate + out0 + (first.stores ? b.quad0 + first.q : 0) * 4;
+  uint32_t* counter = spread_counters + sa.counters + b.row * a.kv_heads + b.g;
+  asm volatile("" : "+l"(acc_at), "+l"(acc_at8), "+l"(ml_at), "+l"(ml_at8), "+r"(rows_ok), "+l"(gate_at),
+               "+l"(counter));
   asm volatile("" : "+l"(count_at), "+l"(id_at), "+r"(id_ok));
   asm volatile("" : "+r"(nh), "+l"(out0), "+l"(row_ids), "+l"(slot_limit), "+r"(parts), "+r"(tiles));
   asm volatile("" : "+l"(k_src), "+l"(v_src), "+r"(row_bytes), "+r"(k_lane[0]), "+r"(k_lane[1]), "+r"(v_lane),
@@ -728,34 +748,23 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // (an address that exists): behind a branch nvcc moved the gates'
   // conversion to float up to the loads, and each warp waited for them
   // before its partials' stores.
-  const MergeQuad first = merge_quad(b, parts, tid);
-  const int gate_quad = first.stores ? b.quad0 + first.q : 0;
   uint16_t gate0[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) gate0[e] = a.gate[out0 + gate_quad * 4 + e];
+  for (int e = 0; e < 4; ++e) gate0[e] = gate_at[e];
 
-  // The block's (m, l, O) to the workspace: [T, H, S, D] and [T, H, S, 2],
-  // each pair in one 8-byte store (__stcg's vector form: as plain stores
-  // nvcc split the second head row's into two).
-  const int S = b.splits;
-  const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
+  // The block's (m, l, O) to the workspace (addresses from before the
+  // wait), each pair in one 8-byte store (__stcg's vector form: as plain
+  // stores nvcc split the second head row's into two).
 #pragma unroll
   for (int j = 0; j < kOwn; ++j) {
-    const int d = (warp + kSpWarps * j) * 8 + 2 * tq;
-    if (gq < nh)
-      __stcg(reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq) * S + b.j) * D + d), make_float2(acc[j][0], acc[j][1]));
-    if (gq + 8 < nh)
-      __stcg(reinterpret_cast<float2*>(a.ws_acc + ((head0 + gq + 8) * S + b.j) * D + d),
-             make_float2(acc[j][2], acc[j][3]));
+    if (rows_ok & 1) __stcg(reinterpret_cast<float2*>(acc_at + j * kSpWarps * 8), make_float2(acc[j][0], acc[j][1]));
+    if (rows_ok & 2) __stcg(reinterpret_cast<float2*>(acc_at8 + j * kSpWarps * 8), make_float2(acc[j][2], acc[j][3]));
   }
   if (warp == 0 && tq == 0) {  // every warp holds the same (m, l)
-    if (gq < nh)
-      __stcg(reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq) * S + b.j) * 2), make_float2(m_run[0], l_run[0]));
-    if (gq + 8 < nh)
-      __stcg(reinterpret_cast<float2*>(a.ws_ml + ((head0 + gq + 8) * S + b.j) * 2), make_float2(m_run[1], l_run[1]));
+    if (rows_ok & 1) __stcg(reinterpret_cast<float2*>(ml_at), make_float2(m_run[0], l_run[0]));
+    if (rows_ok & 2) __stcg(reinterpret_cast<float2*>(ml_at8), make_float2(m_run[1], l_run[1]));
   }
-  uint32_t* const counter = spread_counters + sa.counters + b.row * a.kv_heads + b.g;
-  const uint32_t arrived = pair_arrive(counter, b.j, S);
+  const uint32_t arrived = pair_arrive(counter, b.j, b.splits);
   if (b.quads == 0) return;  // its arrival was all the others needed of it; it reads nothing of theirs
 
   // The merge of this block's share. `parts` threads per quad (one warp's
