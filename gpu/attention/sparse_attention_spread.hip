@@ -402,12 +402,13 @@ __device__ inline void merge_round(const KernelArgs& a, const MergeLane& ln, con
 // gated output (outputs_fast: no branch per element, twenty-eighth pass).
 // No shared memory and no block barrier after the pair's.
 // At one row every phase is a chain of latencies, not work. Stamps of every
-// block given slots (median block, us after the wait; 6.34 us per launch in
+// block given slots (median block, us after the wait; 6.24 us per launch in
 // the stamped build): the slot row and count 0.5, the tile's slots 0.7,
-// copies issued 1.1, thread 0's warp's K landed 1.7, its logits 1.8, V
-// landed 2.4, attention done 2.6, partials stored 3.0, barrier passed 4.3,
-// merge (m, l) landed 5.0, sums 5.2, outputs stored 5.4 (docs/performance.md,
-// thirty-sixth pass): V's landing, not the arithmetic, sets when PV starts.
+// copies issued 1.3, thread 0's warp's K landed 1.7, its logits 1.9, V
+// landed 2.3, attention done 2.6, partials stored 2.8, barrier passed 4.0,
+// merge (m, l) landed 4.8, sums 5.0, outputs stored 5.2 (docs/performance.md,
+// thirty-eighth pass): V's landing, not the arithmetic, sets when PV starts,
+// and issuing the copies sooner does not make K land sooner.
 template <int D>
 __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs a, SpreadArgs sa) {
   using L = SpSmem<D>;
@@ -593,9 +594,13 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
     const int32_t slot = lane < 8 ? slot_s[8 * warp + lane] : -1;
     // The warp's 8 K rows, then their V rows: row r's pieces are
     // consecutive lanes' (one 16-byte copy each), its slot read from shared
-    // memory by every lane (eight broadcast reads that issue back to back,
-    // where shuffles of `slot` waited for lane r's read first). With kBulkV
-    // lane r < 8 copies V row r whole instead.
+    // memory by every lane (a broadcast read: the shuffles of `slot` it
+    // replaced each waited for lane r's read, thirty-seventh pass). A
+    // cp.async writes shared memory, so ptxas keeps each read behind the
+    // copy before it and the 8 copies issue as one chain; with the slots
+    // read first they went out 0.14 us sooner, but K landed no sooner
+    // (docs/performance.md, thirty-eighth pass). With kBulkV lane r < 8
+    // copies V row r whole instead.
     const uint32_t v_warp = v_tile + warp * 8 * L::kRowBytes;
 #pragma unroll
     for (int kv = 0; kv < (kBulkV ? 1 : 2); ++kv) {
