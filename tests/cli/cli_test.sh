@@ -247,6 +247,12 @@ PY
       echo "FAIL: spread_stamps.py named a plain run's points as the slot chain's"
       exit 1
     fi
+    # The thirty-eighth pass: with the partials' addresses computed before the wait, the median
+    # block stores its partials 0.16 us sooner and the barrier's last arrival comes 0.16 us sooner.
+    expect 0 'partials stored +median block +2[.]94' "$python" "$src/scripts/spread_stamps.py" "$v36-7866012.jsonl.gz"
+    for pattern in 'partials stored +median block +2[.]78' 'last arrival 3[.]26, first release 3[.]87'; do
+      expect 0 "$pattern" "$python" "$src/scripts/spread_stamps.py" "$v36-fe1c764.jsonl.gz"
+    done
     echo '{"seq": 1, "blocks": [[1, 2]]}' > "$work/stamps.jsonl"
     expect 2 'stamps.jsonl: launch 1: a block of 2 values' "$python" "$src/scripts/spread_stamps.py" "$work/stamps.jsonl"
     # The benchmark table shows the host's enqueue time per launch next to the median.
