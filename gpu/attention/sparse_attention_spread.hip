@@ -496,12 +496,14 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // The epilogue's addresses too: the block's (m, l, O) in the workspace,
   // [T, H, S, D] and [T, H, S, 2] (this thread's O pairs of head rows gq and
   // gq + 8 at dims (warp + kSpWarps j) · 8 + 2 tq, j < kOwn: 32 floats
-  // apart, so the stores take immediate offsets), the gates of the quad it
-  // stores in the merge's first round (thread q · parts stores quad q; a
+  // apart, so the stores take immediate offsets; rows_ok's bits 0 and 1:
+  // whether the group has head rows gq and gq + 8), the gates of the quad
+  // it stores in the merge's first round (thread q · parts stores quad q; a
   // thread that stores none loads its group's first) and the pair's
   // counter. Computed after the tiles, their 64-bit index arithmetic was
   // ~170 instructions between the last PV and the partials' stores, with
-  // one warp per scheduler.
+  // one warp per scheduler, on every block's way to the pair barrier: one
+  // row 6.04 -> 5.93 us (docs/performance.md, thirty-eighth pass).
   const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
   float* acc_at = a.ws_acc + ((head0 + gq) * b.splits + b.j) * D + warp * 8 + 2 * tq;
   float* acc_at8 = acc_at + static_cast<int64_t>(8) * b.splits * D;
