@@ -448,7 +448,8 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   const int tid = static_cast<int>(threadIdx.x), lane = lane32(), warp = tid >> 5;
   const int gq = lane >> 2, tq = lane & 3;
   int nh = a.heads / a.kv_heads;
-  int64_t out0 = (b.row * a.heads + static_cast<int64_t>(b.g) * nh) * D;
+  const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;  // the group's first head row
+  int64_t out0 = head0 * D;
   const bool meta = warp == 0;
   const int32_t* row_ids = (by_slot ? a.token_slots : a.token_idx) + b.row * a.index_width;
   int64_t slot_limit = a.num_pages * a.page_size;  // a slot past the cache reads nothing
@@ -504,10 +505,10 @@ __global__ void __launch_bounds__(kSpThreads, 1) spread_decode_kernel(KernelArgs
   // ~170 instructions between the last PV and the partials' stores, with
   // one warp per scheduler, on every block's way to the pair barrier: one
   // row 6.04 -> 5.93 us (docs/performance.md, thirty-eighth pass).
-  const int64_t head0 = b.row * a.heads + static_cast<int64_t>(b.g) * nh;
-  float* acc_at = a.ws_acc + ((head0 + gq) * b.splits + b.j) * D + warp * 8 + 2 * tq;
+  const int64_t ws_row = (head0 + gq) * b.splits + b.j;  // head row gq's split b.j
+  float* acc_at = a.ws_acc + ws_row * D + warp * 8 + 2 * tq;
   float* acc_at8 = acc_at + static_cast<int64_t>(8) * b.splits * D;
-  float* ml_at = a.ws_ml + ((head0 + gq) * b.splits + b.j) * 2;
+  float* ml_at = a.ws_ml + ws_row * 2;
   float* ml_at8 = ml_at + static_cast<int64_t>(16) * b.splits;
   int rows_ok = (gq < nh ? 1 : 0) | (gq + 8 < nh ? 2 : 0);
   const MergeQuad first = merge_quad(b, parts, tid);
